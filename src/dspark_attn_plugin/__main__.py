@@ -1,0 +1,5 @@
+import sys
+
+from dspark_attn_plugin.cli import main
+
+sys.exit(main())

@@ -1,0 +1,71 @@
+"""The ``dspark-attn-plugin`` command: ``status`` and ``verify``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from dspark_attn_plugin import __version__
+
+EXIT_USAGE = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dspark-attn-plugin",
+        description="Check whether this machine's vLLM needs, and gets, the "
+        "DeepSeek-V4 DSpark warmup fix (vLLM #50693).",
+    )
+    parser.add_argument("--version", action="version", version=__version__)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    status = sub.add_parser(
+        "status",
+        help="is the installed vLLM affected, and protected? (reads it without importing it)",
+        description="Exit status: 0 safe, 1 affected and unprotected, 2 unknown layout or error.",
+    )
+    status.add_argument("--json", action="store_true", help="print one JSON object")
+    sub.add_parser(
+        "verify",
+        help="run the stock and the fixed warmup of a synthetic SWA-only layer",
+        description="Exit status: 0 when the warmup passes with the plugin.",
+    )
+    return parser
+
+
+def _status(as_json: bool) -> int:
+    from dspark_attn_plugin import status
+
+    try:
+        result = status.collect()
+    except status.StatusError as exc:
+        if as_json:
+            print(json.dumps({"error": str(exc), "exit_code": status.EXIT_ERROR}))
+        else:
+            print(f"dspark-attn-plugin status: {exc}", file=sys.stderr)
+        return status.EXIT_ERROR
+    print(json.dumps(result.to_dict()) if as_json else status.render(result))
+    return result.exit_code
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command is None:
+        _parser().print_usage(sys.stderr)
+        print("dspark-attn-plugin: error: name a command: status or verify", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        if args.command == "status":
+            return _status(args.json)
+        from dspark_attn_plugin import verify
+
+        return verify.run()
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # a clear line, never a traceback
+        print(f"dspark-attn-plugin {args.command}: error: {exc!r}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

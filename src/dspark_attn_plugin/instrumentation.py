@@ -1,0 +1,152 @@
+"""Turning the plugin on and off in a process.
+
+``register()`` is vLLM's ``vllm.general_plugins`` entry point: vLLM calls it
+in every process and does not catch its exceptions, so it never raises, and it
+imports neither torch nor vLLM. It installs a post-import hook; the patch is
+decided and applied when vLLM's flashmla module is imported (or at once, if it
+already is). ``instrument()`` and ``uninstrument()`` are idempotent.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import threading
+import types
+
+from dspark_attn_plugin import settings
+from dspark_attn_plugin.import_hook import PostImportHook
+from dspark_attn_plugin.log import logger
+from dspark_attn_plugin.target import FLASHMLA_MODULE, TARGET
+
+_lock = threading.RLock()
+_hook: PostImportHook | None = None
+_said: set[str] = set()  # messages logged once per process
+
+
+def _once(key: str, log, message: str, *args) -> None:
+    if key not in _said:
+        _said.add(key)
+        log(message, *args)
+
+
+def register() -> None:
+    """Entry point for vLLM's ``vllm.general_plugins``. Never raises."""
+    try:
+        mode, problem = settings.read_mode()
+        if problem:
+            _once("bad-mode", logger.warning, "dspark-attn-plugin: %s", problem)
+        if mode == settings.OFF:
+            _once(
+                "off",
+                logger.info,
+                "dspark-attn-plugin is disabled by %s=off; vLLM's code is left as it is",
+                settings.ENV_VAR,
+            )
+            return
+        instrument()
+    except Exception as exc:  # never take vLLM down
+        logger.warning(
+            "dspark-attn-plugin could not register, vLLM's code is left as it is: %r",
+            exc,
+        )
+
+
+def instrument() -> None:
+    """Install the post-import hook; patch now if flashmla is already loaded."""
+    global _hook
+    with _lock:
+        if _hook is not None:
+            return
+        if sys.modules.get("vllm") is None and importlib.util.find_spec("vllm") is None:
+            logger.debug("vLLM is not installed: dspark-attn-plugin does nothing")
+            return
+        _hook = PostImportHook(FLASHMLA_MODULE, _on_flashmla_loaded)
+        _hook.install()
+        module = sys.modules.get(FLASHMLA_MODULE)
+    if module is not None:
+        _on_flashmla_loaded(module)
+
+
+def uninstrument() -> None:
+    """Remove the hook and put vLLM's own ``forward_mqa`` back."""
+    global _hook
+    with _lock:
+        if _hook is not None:
+            _hook.remove()
+            _hook = None
+        module = sys.modules.get(FLASHMLA_MODULE)
+        if module is not None and hasattr(module, "get_forward_context"):
+            from dspark_attn_plugin import patch
+
+            if patch.remove(module):
+                logger.info("dspark-attn-plugin removed its patch of %s", TARGET)
+
+
+def _vllm_version() -> str:
+    version = getattr(sys.modules.get("vllm"), "__version__", None)
+    if version:
+        return str(version)
+    try:
+        from importlib.metadata import version as dist_version
+
+        return dist_version("vllm")
+    except Exception:
+        return "(unknown version)"
+
+
+def _on_flashmla_loaded(module: types.ModuleType) -> None:
+    """Classify the loaded code and patch it if affected. Never raises: on
+    any fault vLLM's code stays as it is."""
+    try:
+        with _lock:
+            _decide(module)
+    except Exception as exc:
+        logger.warning(
+            "dspark-attn-plugin failed on %s and left vLLM's code as it is: %r",
+            TARGET,
+            exc,
+        )
+
+
+def _decide(module: types.ModuleType) -> None:
+    from dspark_attn_plugin import patch
+    from dspark_attn_plugin.loaded_code import classify_loaded
+    from dspark_attn_plugin.warmup_shape import Verdict
+
+    if patch.is_patched(module):
+        return
+    result = classify_loaded(module)
+    version = _vllm_version()
+    if result.verdict is Verdict.AFFECTED:
+        if patch.apply(module):
+            logger.info(
+                "dspark-attn-plugin patched %s on vLLM %s: SWA-only layers warm up "
+                "without topk_indices_buffer (backport of vllm-project/vllm#50693)",
+                TARGET,
+                version,
+            )
+    elif result.verdict is Verdict.FIXED:
+        logger.info(
+            "vLLM %s already has the fix for vllm-project/vllm#50615 (%s): "
+            "dspark-attn-plugin left it untouched and is no longer needed here",
+            version,
+            result.reason,
+        )
+    elif result.verdict is Verdict.NOT_AFFECTED:
+        logger.info(
+            "vLLM %s is not affected by vllm-project/vllm#50615 (%s): "
+            "dspark-attn-plugin left it untouched",
+            version,
+            result.reason,
+        )
+    elif result.verdict is Verdict.UNKNOWN:
+        logger.warning(
+            "dspark-attn-plugin does not recognise %s in vLLM %s (%s) and left it "
+            "untouched; run `dspark-attn-plugin verify` to check this build",
+            TARGET,
+            version,
+            result.reason,
+        )
+    else:
+        logger.debug("dspark-attn-plugin: %s: %s", TARGET, result.reason)
