@@ -10,11 +10,11 @@ Why
     top-k buffer and may have none, so the engine dies in ``profile_run``
     after loading every weight (vLLM #50615).
 How
-    ``forward_mqa`` is replaced on the class by a thin dispatcher. Sparse
-    layers (``compress_ratio > 1``) go straight to vLLM's own function: their
-    stock warmup already asserts the buffer and uses its width, as upstream's
-    fix does. SWA-only layers with real metadata go to vLLM's own function
-    too. Only the warmup of SWA-only layers runs the plugin's code: it
+    ``forward_mqa`` is replaced on the class by a thin dispatcher. Calls with
+    real metadata (the steady state) go straight to vLLM's own function, and
+    so does the warmup of sparse layers (``compress_ratio > 1``): their stock
+    warmup already asserts the buffer and uses its width, as upstream's fix
+    does. Only the warmup of SWA-only layers runs the plugin's code: it
     reserves what ``_forward_prefill`` will request with ``top_k = 0``
     (``warmup_workspace``), never touching ``topk_indices_buffer``, and zeroes
     the output, as stock does. ``remove()`` puts vLLM's function back.
@@ -32,6 +32,7 @@ Remove when
 from __future__ import annotations
 
 import functools
+import sys
 import types
 
 from dspark_attn_plugin.target import CLASS_NAME, METHOD_NAME
@@ -41,12 +42,36 @@ STOCK_ATTR = "__dspark_attn_plugin_stock__"
 
 
 def _make_forward_mqa(stock, get_forward_context, run_warmup):
-    def forward_mqa(self, q, kv, positions, output):
-        if self.compress_ratio > 1:
-            return stock(self, q, kv, positions, output)
-        if get_forward_context().attn_metadata is not None:
-            return stock(self, q, kv, positions, output)
-        return run_warmup(self, q, output)
+    """vLLM's ``forward_mqa`` for every call but an SWA-only layer's warmup.
+
+    The steady path (metadata present) is the hot one: vLLM calls
+    ``forward_mqa`` eagerly for every layer on every step. Where vLLM keeps
+    the forward context in a module global read by ``get_forward_context``
+    (every affected build), the dispatcher reads that global itself: no call,
+    and no attribute lookup through ``nn.Module`` (whose ``__getattr__`` makes
+    ``self.x`` slow) before it knows it is in a warmup.
+    """
+    context_module = sys.modules.get(getattr(get_forward_context, "__module__", ""))
+    reads_global = "_forward_context" in getattr(
+        getattr(get_forward_context, "__code__", None), "co_names", ()
+    )
+
+    if context_module is not None and reads_global and hasattr(
+        context_module, "_forward_context"
+    ):
+
+        def forward_mqa(self, q, kv, positions, output):
+            context = context_module._forward_context
+            if context is None or context.attn_metadata is not None or self.compress_ratio > 1:
+                return stock(self, q, kv, positions, output)
+            return run_warmup(self, q, output)
+
+    else:  # a build that keeps the context elsewhere: ask it
+
+        def forward_mqa(self, q, kv, positions, output):
+            if get_forward_context().attn_metadata is not None or self.compress_ratio > 1:
+                return stock(self, q, kv, positions, output)
+            return run_warmup(self, q, output)
 
     functools.update_wrapper(forward_mqa, stock)
     setattr(forward_mqa, STOCK_ATTR, stock)

@@ -60,6 +60,8 @@ def make_layer(
     layer.max_num_batched_tokens = max_num_batched_tokens
     layer.max_model_len = max_model_len
     layer.head_dim = HEAD_DIM
+    layer.scale = HEAD_DIM**-0.5
+    layer.attn_sink = torch.full((64,), float("-inf"), device=device)
     layer.topk_indices_buffer = (
         torch.empty((max_num_batched_tokens, index_topk), dtype=torch.int32, device=device)
         if kind.has_buffer

@@ -1,0 +1,50 @@
+# The README's two commands, from a fresh clone:
+#   make verify   the main job: the proof on vLLM 0.27.1 (dspark-attn-plugin verify)
+#   make test     the test suite (what .ci/run runs)
+# Both build what they need: a venv with vLLM 0.27.1 (cached outside the
+# clone, keyed on tests/requirements.txt), then the sdist and wheel, checked,
+# then the built wheel installed into that venv (never the source tree).
+
+PYTHON ?= python3
+CACHE ?= $(HOME)/.cache/dspark-attn-plugin
+REQUIREMENTS := tests/requirements.txt
+KEY := $(shell $(PYTHON) -c "import hashlib,sys; print(hashlib.sha256(open('$(REQUIREMENTS)','rb').read() + sys.version.encode()).hexdigest()[:12])")
+VENV ?= $(CACHE)/venv-$(KEY)
+BIN := $(VENV)/bin
+PYTEST_ARGS ?=
+export DSPARK_ATTN_PLUGIN_CACHE := $(CACHE)
+
+.PHONY: venv dist install test verify bench clean
+
+$(VENV)/.ready: $(REQUIREMENTS)
+	rm -rf "$(VENV)"
+	$(PYTHON) -m venv "$(VENV)"
+	$(BIN)/python -m pip install -q --disable-pip-version-check -r $(REQUIREMENTS)
+	@# PyPI's builds of these need a CUDA torch and break `import vllm` on a CPU.
+	$(BIN)/python -m pip uninstall -q -y torchvision torchaudio torchcodec
+	touch "$@"
+
+venv: $(VENV)/.ready
+
+dist: venv
+	rm -rf dist build
+	$(BIN)/python -m build --outdir dist .
+	$(BIN)/twine check --strict dist/*
+	$(BIN)/python .ci/check_wheel.py dist/*.whl
+
+install: dist
+	$(BIN)/python -m pip install -q --disable-pip-version-check --force-reinstall --no-deps dist/*.whl
+
+# pytest exits 5 when it collected no test: that is a failure here.
+test: install
+	$(BIN)/python -m pytest --forked $(PYTEST_ARGS) tests; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest ran no test: failing" >&2; exit 1; fi; exit $$rc
+
+verify: install
+	$(BIN)/dspark-attn-plugin verify
+
+bench: install
+	$(BIN)/python benchmarks/bench_plugin.py $(BENCH_ARGS)
+
+clean:
+	rm -rf dist build src/*.egg-info

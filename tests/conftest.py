@@ -1,0 +1,104 @@
+"""Fixtures over the real vLLM installed in the test environment.
+
+vLLM's flashmla module is imported once here, at collection, so that every
+forked test starts with it in memory (importing it costs seconds). vLLM's
+plugins are *not* loaded here: a test that wants the plugin loads it through
+vLLM's own ``load_general_plugins()``, in its own forked process.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+import vllm
+import vllm.plugins
+from vllm.models.deepseek_v4.nvidia import flashmla as _flashmla
+from vllm.v1.worker import workspace as _workspace
+
+assert not vllm.plugins.plugins_loaded, "vLLM plugins must load inside each test"
+
+STOCK_FORWARD_MQA = _flashmla.DeepseekV4FlashMLAAttention.__dict__["forward_mqa"]
+
+
+@pytest.fixture
+def stock_forward_mqa():
+    """vLLM's own forward_mqa, as imported before any plugin ran."""
+    return STOCK_FORWARD_MQA
+
+
+@pytest.fixture
+def flashmla():
+    return _flashmla
+
+
+@pytest.fixture
+def layer_cls():
+    return _flashmla.DeepseekV4FlashMLAAttention
+
+
+@pytest.fixture
+def load_plugins():
+    """Load vLLM's general plugins the way every vLLM process does."""
+
+    def load():
+        vllm.plugins.load_general_plugins()
+        assert vllm.plugins.plugins_loaded
+
+    return load
+
+
+class CpuWorkspace:
+    """vLLM's real WorkspaceManager on the CPU."""
+
+    def reset(self) -> None:
+        _workspace.reset_workspace_manager()
+        _workspace.init_workspace_manager(torch.device("cpu"))
+
+    @property
+    def manager(self):
+        return _workspace.current_workspace_manager()
+
+    def reserved_bytes(self) -> int:
+        return sum(
+            self.manager._workspace_size_bytes(ws)
+            for ws in self.manager._current_workspaces
+        )
+
+    def lock(self) -> None:
+        _workspace.lock_workspace()
+
+
+@pytest.fixture
+def cpu_workspace(monkeypatch):
+    # WorkspaceManager releases the accelerator cache before growing; with no
+    # accelerator, torch raises. Test-only stub: nothing to release on a CPU.
+    monkeypatch.setattr(torch.accelerator, "empty_cache", lambda: None)
+    ws = CpuWorkspace()
+    ws.reset()
+    yield ws
+    _workspace.reset_workspace_manager()
+
+
+def run_python(code: str, *, env: dict | None = None, args=(), check=True):
+    """Run ``code`` in a fresh interpreter of this environment."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("DSPARK_")}
+    full_env.pop("VLLM_PLUGINS", None)
+    full_env.update(env or {})
+    proc = subprocess.run(
+        [sys.executable, *args, "-c", textwrap.dedent(code)],
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(
+            f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+        )
+    return proc

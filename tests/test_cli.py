@@ -1,0 +1,138 @@
+"""The ``dspark-attn-plugin`` command on this environment's vLLM 0.27.1."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+CLI = shutil.which("dspark-attn-plugin", path=os.path.dirname(sys.executable))
+
+
+def cli(*args, **env):
+    full_env = {k: v for k, v in os.environ.items() if k not in ("VLLM_PLUGINS",)}
+    full_env.pop("DSPARK_ATTN_PLUGIN", None)
+    full_env.update(env)
+    return subprocess.run(
+        [CLI, *args], env=full_env, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_console_script_is_installed():
+    assert CLI, "the wheel must install the dspark-attn-plugin console script"
+
+
+def test_status_human_output_on_affected_protected_vllm():
+    proc = cli("status")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].split()[:2] == ["vLLM", "0.27.1"]
+    assert any(l.split()[:2] == ["verdict", "affected"] for l in lines)
+    assert any(l.split()[:2] == ["protected", "yes"] for l in lines)
+    assert lines[-1].startswith("Protected")
+
+
+def test_status_json_keys_and_values():
+    proc = cli("status", "--json")
+    report = json.loads(proc.stdout)
+    assert {"vllm_version", "verdict", "plugin_will_load", "protected"} <= set(report)
+    assert report["vllm_version"] == "0.27.1"
+    assert report["verdict"] == "affected"
+    assert report["plugin_will_load"] is True and report["protected"] is True
+
+
+@pytest.mark.parametrize(
+    "env, will_load, enabled",
+    [
+        ({"DSPARK_ATTN_PLUGIN": "off"}, True, False),
+        ({"VLLM_PLUGINS": "some_other_plugin"}, False, True),
+        ({"VLLM_PLUGINS": ""}, False, True),
+    ],
+)
+def test_status_exit_1_when_affected_and_unprotected(env, will_load, enabled):
+    proc = cli("status", "--json", **env)
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 1
+    assert report["protected"] is False
+    assert (report["plugin_will_load"], report["plugin_enabled"]) == (will_load, enabled)
+
+
+def test_status_with_allowlist_naming_us_is_protected():
+    proc = cli("status", "--json", VLLM_PLUGINS="some_other_plugin,dspark_attn_plugin")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["protected"] is True
+
+
+@pytest.mark.parametrize(
+    "args, env",
+    [
+        (("frobnicate",), {}),
+        (("status", "--yaml"), {}),
+        ((), {}),
+        (("status",), {"VLLM_PLUGINS": "dspark_attn_plugin, other"}),
+        (("status", "--json"), {"VLLM_PLUGINS": "dspark_attn_plugin,"}),
+    ],
+    ids=["unknown-command", "unknown-flag", "no-command", "plugins-blank", "plugins-empty"],
+)
+def test_bad_input_exits_2_without_traceback(args, env):
+    proc = cli(*args, **env)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert (proc.stdout + proc.stderr).strip()
+
+
+def _fake_vllm(root, flashmla_is_dir=False, flashmla_bytes=None):
+    pkg = root / "vllm" / "models" / "deepseek_v4" / "nvidia"
+    pkg.mkdir(parents=True)
+    (root / "vllm" / "__init__.py").write_text("")
+    dist = root / "vllm-9.9.9.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 9.9.9\n")
+    if flashmla_is_dir:
+        (pkg / "flashmla.py").mkdir()
+    else:
+        (pkg / "flashmla.py").write_bytes(flashmla_bytes)
+
+
+@pytest.mark.parametrize(
+    "kind", ["directory", "not-utf8"],
+)
+def test_status_exit_2_when_vllm_files_are_unreadable(tmp_path, kind):
+    _fake_vllm(
+        tmp_path,
+        flashmla_is_dir=kind == "directory",
+        flashmla_bytes=b"\xff\xfe\x00broken",
+    )
+    proc = cli("status", PYTHONPATH=str(tmp_path))
+    assert proc.returncode == 2
+    assert "cannot read" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_status_exit_2_on_unknown_layout(tmp_path):
+    _fake_vllm(
+        tmp_path,
+        flashmla_bytes=b"class DeepseekV4FlashMLAAttention:\n"
+        b"    def forward_mqa(self, q, kv, positions, output):\n"
+        b"        return self.run(q)\n",
+    )
+    proc = cli("status", "--json", PYTHONPATH=str(tmp_path))
+    report = json.loads(proc.stdout)
+    assert (proc.returncode, report["verdict"], report["protected"]) == (2, "unknown", False)
+    assert report["vllm_version"] == "9.9.9"
+
+
+def test_verify_shows_stock_failure_and_fixed_pass():
+    proc = cli("verify")
+    out = proc.stdout
+    assert proc.returncode == 0, out + proc.stderr
+    stock = next(l for l in out.splitlines() if "stock vLLM" in l)
+    assert "FAILS" in stock and "topk_indices_buffer" in stock
+    fixed = next(l for l in out.splitlines() if "with the plugin, SWA-only" in l)
+    assert "passes" in fixed and "38,305,792 B" in fixed
+    sparse = next(l for l in out.splitlines() if "sparse layer" in l)
+    assert "122,191,872 B" in sparse
+    assert "FlashMLA sparse kernels: not available here" in out
+    assert out.rstrip().splitlines()[-1].startswith("PASS")

@@ -1,0 +1,228 @@
+"""register(): loading through vLLM, switches, idempotence, faults, imports."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import sys
+
+import pytest
+
+import dspark_attn_plugin
+from dspark_attn_plugin import instrumentation, loaded_code, patch, synthetic
+from dspark_attn_plugin.import_hook import PostImportHook
+
+from conftest import run_python
+
+LOGGER = "vllm.dspark_attn_plugin"
+
+
+def _records(caplog, level):
+    return [r for r in caplog.records if r.name == LOGGER and r.levelname == level]
+
+
+def _hooks():
+    return [f for f in sys.meta_path if isinstance(f, PostImportHook)]
+
+
+# --- the steady path is vLLM's own code ------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kind", [synthetic.SWA_ONLY_NO_BUFFER, synthetic.SPARSE_C4], ids=lambda k: k.name
+)
+def test_steady_path_runs_vllms_own_forward_mqa(layer_cls, load_plugins, kind):
+    load_plugins()
+    assert patch.is_patched(sys.modules[layer_cls.__module__])
+    calls = []
+    layer = synthetic.make_layer(layer_cls, kind)
+    layer._forward_prefill = lambda **kw: calls.append(("prefill", kw))
+    layer._forward_decode = lambda **kw: calls.append(("decode", kw))
+    q, kv, positions, output = synthetic.qkv()
+    # Idle step: vLLM's body runs its bookkeeping and launches nothing.
+    with synthetic.idle_step_context([layer]):
+        assert layer.forward_mqa(q, kv, positions, output) is None
+    assert calls == []
+    assert output.eq(7).all(), "the steady path must not zero the output"
+    # Metadata that vLLM's body rejects proves that its body is what ran.
+    with synthetic.idle_step_context([]) as ctx:
+        ctx.attn_metadata = {layer.prefix: None}
+        with pytest.raises(AssertionError):
+            layer.forward_mqa(q, kv, positions, output)
+
+
+def test_dispatcher_holds_vllms_function(layer_cls, load_plugins, stock_forward_mqa):
+    load_plugins()
+    dispatcher = layer_cls.__dict__["forward_mqa"]
+    assert getattr(dispatcher, patch.STOCK_ATTR) is stock_forward_mqa
+    assert dispatcher.__wrapped__ is stock_forward_mqa
+    assert dispatcher.__name__ == "forward_mqa"
+
+
+# --- switches ----------------------------------------------------------------
+
+
+def test_off_leaves_vllm_untouched(
+    layer_cls, load_plugins, stock_forward_mqa, monkeypatch, caplog
+):
+    monkeypatch.setenv("DSPARK_ATTN_PLUGIN", "off")
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    load_plugins()
+    assert layer_cls.__dict__["forward_mqa"] is stock_forward_mqa
+    assert _hooks() == []
+    assert any("DSPARK_ATTN_PLUGIN=off" in r.getMessage() for r in _records(caplog, "INFO"))
+
+
+def test_unknown_switch_value_warns_once_then_runs_auto(
+    layer_cls, stock_forward_mqa, monkeypatch, caplog
+):
+    monkeypatch.setenv("DSPARK_ATTN_PLUGIN", "sometimes")
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    dspark_attn_plugin.register()
+    dspark_attn_plugin.register()
+    warnings = _records(caplog, "WARNING")
+    assert len(warnings) == 1
+    assert "'sometimes'" in warnings[0].getMessage()
+    assert "auto, off" in warnings[0].getMessage()
+    assert layer_cls.__dict__["forward_mqa"] is not stock_forward_mqa
+
+
+def test_vllm_plugins_allowlist_without_us_keeps_stock(
+    layer_cls, load_plugins, stock_forward_mqa, monkeypatch
+):
+    monkeypatch.setenv("VLLM_PLUGINS", "some_other_plugin")
+    load_plugins()
+    assert layer_cls.__dict__["forward_mqa"] is stock_forward_mqa
+
+
+# --- idempotence -------------------------------------------------------------
+
+
+def test_register_twice_is_a_no_op(layer_cls, caplog):
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    dspark_attn_plugin.register()
+    first = layer_cls.__dict__["forward_mqa"]
+    dspark_attn_plugin.register()
+    assert layer_cls.__dict__["forward_mqa"] is first
+    assert len(_hooks()) == 1
+    patched = [r for r in _records(caplog, "INFO") if "patched" in r.getMessage()]
+    assert len(patched) == 1
+
+
+def test_register_again_in_a_forked_child_is_a_no_op(layer_cls):
+    dspark_attn_plugin.register()
+    first = layer_cls.__dict__["forward_mqa"]
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: what a forked vLLM worker does
+        dspark_attn_plugin.register()
+        same = layer_cls.__dict__["forward_mqa"] is first and len(_hooks()) == 1
+        os.write(write, b"1" if same else b"0")
+        os._exit(0)
+    os.waitpid(pid, 0)
+    assert os.read(read, 1) == b"1"
+
+
+def test_patch_applied_by_hand_twice_changes_nothing(flashmla, layer_cls):
+    assert patch.apply(flashmla) is True
+    first = layer_cls.__dict__["forward_mqa"]
+    assert patch.apply(flashmla) is False
+    assert layer_cls.__dict__["forward_mqa"] is first
+
+
+# --- faults never take vLLM down ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        (loaded_code, "classify_loaded"),
+        (patch, "_make_forward_mqa"),
+        (instrumentation, "PostImportHook"),
+    ],
+    ids=["detection", "patching", "hook"],
+)
+def test_fault_leaves_stock_code_and_does_not_raise(
+    layer_cls, load_plugins, stock_forward_mqa, monkeypatch, caplog, where
+):
+    def boom(*args, **kwargs):
+        raise RuntimeError("injected fault")
+
+    monkeypatch.setattr(*where, boom)
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    load_plugins()  # vLLM does not catch: this would raise if register() did
+    assert layer_cls.__dict__["forward_mqa"] is stock_forward_mqa
+    warnings = _records(caplog, "WARNING")
+    assert len(warnings) == 1 and "injected fault" in warnings[0].getMessage()
+
+
+def test_unknown_code_shape_is_left_alone_with_one_warning(
+    flashmla, layer_cls, stock_forward_mqa, monkeypatch, caplog
+):
+    # What another patcher's replacement looks like to the plugin.
+    def forward_mqa(self, q, kv, positions, output):
+        return stock_forward_mqa(self, q, kv, positions, output)
+
+    monkeypatch.setattr(layer_cls, "forward_mqa", forward_mqa)
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    dspark_attn_plugin.register()
+    assert layer_cls.__dict__["forward_mqa"] is forward_mqa
+    warnings = _records(caplog, "WARNING")
+    assert len(warnings) == 1
+    message = warnings[0].getMessage()
+    assert "0.27.1" in message and "replaced by code from" in message
+
+
+# --- fresh interpreters -------------------------------------------------------
+
+
+def test_register_imports_nothing_heavy_and_hooks_the_later_import():
+    proc = run_python(
+        """
+        import sys
+        import dspark_attn_plugin
+        dspark_attn_plugin.register()
+        heavy = [m for m in sys.modules if m.split(".")[0] in ("torch", "vllm")]
+        assert heavy == [], heavy
+        import vllm.plugins
+        vllm.plugins.load_general_plugins()   # vLLM's own discovery, as in serve
+        from vllm.models.deepseek_v4.nvidia import flashmla
+        from importlib.machinery import SourceFileLoader
+        fn = flashmla.DeepseekV4FlashMLAAttention.__dict__["forward_mqa"]
+        assert hasattr(fn, "__dspark_attn_plugin_stock__")
+        assert type(flashmla.__loader__) is SourceFileLoader
+        assert type(flashmla.__spec__.loader) is SourceFileLoader
+        print("OK")
+        """
+    )
+    assert "OK" in proc.stdout
+    lines = [l for l in proc.stdout.splitlines() if "dspark-attn-plugin patched" in l]
+    assert len(lines) == 1, proc.stdout
+    # vLLM's own log format, naming the version and the target.
+    assert lines[0].startswith("INFO ")
+    assert "vLLM 0.27.1" in lines[0]
+    assert "DeepseekV4FlashMLAAttention.forward_mqa" in lines[0]
+
+
+def test_register_without_vllm_installed_does_nothing(tmp_path):
+    package = os.path.dirname(dspark_attn_plugin.__file__)
+    shutil.copytree(package, tmp_path / "dspark_attn_plugin")
+    # -S: no site-packages, so neither vLLM nor torch can be found.
+    proc = run_python(
+        f"""
+        import sys, importlib.util
+        sys.path.insert(0, {str(tmp_path)!r})
+        assert importlib.util.find_spec("vllm") is None
+        import dspark_attn_plugin
+        from dspark_attn_plugin import instrumentation
+        dspark_attn_plugin.register()
+        dspark_attn_plugin.register()
+        assert instrumentation._hook is None
+        assert not any(type(f).__name__ == "PostImportHook" for f in sys.meta_path)
+        print("OK")
+        """,
+        args=("-S",),
+    )
+    assert proc.stdout.strip() == "OK"
+    assert proc.stderr == ""

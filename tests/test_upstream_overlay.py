@@ -1,0 +1,68 @@
+"""vLLM 0.28.0 (fixed upstream) overlaid on the test environment."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+import vllm_releases
+from conftest import run_python
+from test_warmup import UPSTREAM_BYTES
+
+pytestmark = pytest.mark.network
+
+
+@pytest.fixture(scope="module")
+def overlay_0_28(tmp_path_factory):
+    dest = tmp_path_factory.mktemp("vllm-0.28.0")
+    vllm_releases.install_target(vllm_releases.wheel("0.28.0"), dest)
+    yield dest
+    shutil.rmtree(dest, ignore_errors=True)
+
+
+def test_fixed_vllm_is_classified_fixed_and_left_untouched(overlay_0_28):
+    proc = run_python(
+        """
+        import json, torch
+        torch.accelerator.empty_cache = lambda: None   # test stub: no accelerator
+        import vllm, vllm.plugins
+        vllm.plugins.load_general_plugins()
+        from vllm.models.deepseek_v4.nvidia import flashmla
+        from vllm.v1.worker import workspace
+        from dspark_attn_plugin import synthetic
+        from dspark_attn_plugin.loaded_code import classify_loaded
+        from dspark_attn_plugin.warmup_workspace import layout_bytes, prefill_workspace_specs
+        cls = flashmla.DeepseekV4FlashMLAAttention
+        fn = cls.__dict__["forward_mqa"]
+        upstream, plugin = {}, {}
+        for kind in synthetic.LAYER_KINDS:
+            workspace.reset_workspace_manager()
+            workspace.init_workspace_manager(torch.device("cpu"))
+            layer = synthetic.make_layer(cls, kind)
+            q, kv, positions, output = synthetic.qkv()
+            with synthetic.warmup_context():
+                layer.forward_mqa(q, kv, positions, output)
+            m = workspace.current_workspace_manager()
+            upstream[kind.name] = sum(m._workspace_size_bytes(w) for w in m._current_workspaces)
+            plugin[kind.name] = layout_bytes(prefill_workspace_specs(layer, q.shape[-1]))
+        print(json.dumps({
+            "version": vllm.__version__,
+            "file": fn.__code__.co_filename,
+            "patched": hasattr(fn, "__dspark_attn_plugin_stock__"),
+            "verdict": classify_loaded(flashmla).verdict.value,
+            "upstream": upstream,
+            "plugin": plugin,
+        }))
+        """,
+        env={"PYTHONPATH": str(overlay_0_28)},
+    )
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["version"] == "0.28.0"
+    assert report["file"].startswith(str(overlay_0_28))
+    assert report["verdict"] == "fixed"
+    assert report["patched"] is False
+    assert "no longer needed" in proc.stdout
+    # The plugin's reservation equals upstream's own, measured, for every kind.
+    assert report["plugin"] == report["upstream"] == UPSTREAM_BYTES
