@@ -32,9 +32,9 @@ def _hooks():
 @pytest.mark.parametrize(
     "kind", [synthetic.SWA_ONLY_NO_BUFFER, synthetic.SPARSE_C4], ids=lambda k: k.name
 )
-def test_steady_path_runs_vllms_own_forward_mqa(layer_cls, load_plugins, kind):
+def test_steady_path_runs_vllms_own_forward_mqa(flashmla, layer_cls, load_plugins, kind):
     load_plugins()
-    assert patch.is_patched(sys.modules[layer_cls.__module__])
+    assert patch.is_patched(flashmla)
     calls = []
     layer = synthetic.make_layer(layer_cls, kind)
     layer._forward_prefill = lambda **kw: calls.append(("prefill", kw))
@@ -45,19 +45,48 @@ def test_steady_path_runs_vllms_own_forward_mqa(layer_cls, load_plugins, kind):
         assert layer.forward_mqa(q, kv, positions, output) is None
     assert calls == []
     assert output.eq(7).all(), "the steady path must not zero the output"
-    # Metadata that vLLM's body rejects proves that its body is what ran.
+    # Metadata that vLLM's body rejects: the failing statement is vLLM's own,
+    # at its own line of vLLM's file.
     with synthetic.idle_step_context([]) as ctx:
         ctx.attn_metadata = {layer.prefix: None}
-        with pytest.raises(AssertionError):
+        with pytest.raises(AssertionError) as info:
             layer.forward_mqa(q, kv, positions, output)
+    failing = info.traceback[-1]
+    assert str(failing.path) == flashmla.__file__
+    assert "assert swa_metadata is not None" in str(failing.statement)
 
 
-def test_dispatcher_holds_vllms_function(layer_cls, load_plugins, stock_forward_mqa):
+def test_patched_function_is_vllms_code_with_the_warmup_guard(
+    flashmla, layer_cls, load_plugins, stock_forward_mqa
+):
     load_plugins()
-    dispatcher = layer_cls.__dict__["forward_mqa"]
-    assert getattr(dispatcher, patch.STOCK_ATTR) is stock_forward_mqa
-    assert dispatcher.__wrapped__ is stock_forward_mqa
-    assert dispatcher.__name__ == "forward_mqa"
+    patched = layer_cls.__dict__["forward_mqa"]
+    assert getattr(patched, patch.STOCK_ATTR) is stock_forward_mqa
+    code, stock_code = patched.__code__, stock_forward_mqa.__code__
+    assert (code.co_filename, code.co_firstlineno) == (
+        stock_code.co_filename,
+        stock_code.co_firstlineno,
+    )
+    assert patched.__qualname__ == stock_forward_mqa.__qualname__
+    assert patched.__globals__ is flashmla.__dict__
+    # vLLM's module namespace gains nothing.
+    assert not [n for n in vars(flashmla) if "dspark" in n]
+
+
+def test_source_that_does_not_match_the_loaded_code_is_not_patched(
+    flashmla, layer_cls, stock_forward_mqa, monkeypatch, caplog
+):
+    real = flashmla.__loader__.get_source(flashmla.__name__)
+    edited = real.replace(
+        "num_decodes = swa_metadata.num_decodes", "num_decodes = swa_metadata.num_prefills"
+    )
+    assert edited != real and edited.count("\n") == real.count("\n")
+    monkeypatch.setattr(flashmla.__loader__, "get_source", lambda name: edited)
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    dspark_attn_plugin.register()
+    assert layer_cls.__dict__["forward_mqa"] is stock_forward_mqa
+    warnings = _records(caplog, "WARNING")
+    assert len(warnings) == 1 and "does not match" in warnings[0].getMessage()
 
 
 # --- switches ----------------------------------------------------------------
@@ -138,7 +167,7 @@ def test_patch_applied_by_hand_twice_changes_nothing(flashmla, layer_cls):
     "where",
     [
         (loaded_code, "classify_loaded"),
-        (patch, "_make_forward_mqa"),
+        (patch, "_build"),
         (instrumentation, "PostImportHook"),
     ],
     ids=["detection", "patching", "hook"],

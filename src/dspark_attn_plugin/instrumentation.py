@@ -80,7 +80,7 @@ def uninstrument() -> None:
             from dspark_attn_plugin import patch
 
             if patch.remove(module):
-                logger.info("dspark-attn-plugin removed its patch of %s", TARGET)
+                logger.debug("dspark-attn-plugin removed its patch of %s", TARGET)
 
 
 def _vllm_version() -> str:
@@ -119,7 +119,18 @@ def _decide(module: types.ModuleType) -> None:
     result = classify_loaded(module)
     version = _vllm_version()
     if result.verdict is Verdict.AFFECTED:
-        if patch.apply(module):
+        try:
+            applied = patch.apply(module)
+        except patch.PatchError as exc:
+            logger.warning(
+                "dspark-attn-plugin cannot patch %s in vLLM %s safely (%s) and left "
+                "it untouched; run `dspark-attn-plugin verify` to check this build",
+                TARGET,
+                version,
+                exc,
+            )
+            return
+        if applied:
             logger.info(
                 "dspark-attn-plugin patched %s on vLLM %s: SWA-only layers warm up "
                 "without topk_indices_buffer (backport of vllm-project/vllm#50693)",

@@ -10,14 +10,20 @@ Why
     top-k buffer and may have none, so the engine dies in ``profile_run``
     after loading every weight (vLLM #50615).
 How
-    ``forward_mqa`` is replaced on the class by a thin dispatcher. Calls with
-    real metadata (the steady state) go straight to vLLM's own function, and
-    so does the warmup of sparse layers (``compress_ratio > 1``): their stock
-    warmup already asserts the buffer and uses its width, as upstream's fix
-    does. Only the warmup of SWA-only layers runs the plugin's code: it
-    reserves what ``_forward_prefill`` will request with ``top_k = 0``
-    (``warmup_workspace``), never touching ``topk_indices_buffer``, and zeroes
-    the output, as stock does. ``remove()`` puts vLLM's function back.
+    The loaded ``forward_mqa`` is compiled again from its own source file,
+    with one statement added at the top of its warmup branch: SWA-only layers
+    return through ``warmup_workspace.run_warmup``, which reserves what
+    ``_forward_prefill`` will request with ``top_k = 0``, never touching
+    ``topk_indices_buffer``, and zeroes the output, as stock does. Every
+    other statement is vLLM's, compiled from vLLM's file with its line
+    numbers: the steady path (real metadata) and the warmup of sparse layers
+    (which keeps the assertion and uses the buffer's width, as upstream's fix
+    does) run exactly vLLM's code, and the steady path costs nothing extra,
+    not even a wrapper's call. Before that, the unmodified source is compiled
+    the same way and must give the loaded function's bytecode, so the source
+    is known to be the code that runs; otherwise nothing is patched. The new
+    function replaces the old one on the class, so every instance gets it
+    however it was built. ``remove()`` puts vLLM's own function back.
 Upstream
     vLLM #50693 (in vLLM 0.28.0), fixing #50615, a regression from #50298.
     Affected: the 0.26.1rc1 nightlies from dev77 on, 0.27.0, 0.27.1 and forks
@@ -31,51 +37,21 @@ Remove when
 
 from __future__ import annotations
 
-import functools
-import sys
+import ast
+import copy
 import types
 
 from dspark_attn_plugin.target import CLASS_NAME, METHOD_NAME
 
-# Set on the dispatcher: vLLM's own forward_mqa, which remove() puts back.
+# Set on the patched function: vLLM's own forward_mqa, which remove() puts back.
 STOCK_ATTR = "__dspark_attn_plugin_stock__"
+# The closure variable through which the added statement reaches run_warmup.
+_HOOK = "__dspark_attn_plugin_warmup__"
+_FACTORY = "__dspark_attn_plugin_factory__"
 
 
-def _make_forward_mqa(stock, get_forward_context, run_warmup):
-    """vLLM's ``forward_mqa`` for every call but an SWA-only layer's warmup.
-
-    The steady path (metadata present) is the hot one: vLLM calls
-    ``forward_mqa`` eagerly for every layer on every step. Where vLLM keeps
-    the forward context in a module global read by ``get_forward_context``
-    (every affected build), the dispatcher reads that global itself: no call,
-    and no attribute lookup through ``nn.Module`` (whose ``__getattr__`` makes
-    ``self.x`` slow) before it knows it is in a warmup.
-    """
-    context_module = sys.modules.get(getattr(get_forward_context, "__module__", ""))
-    reads_global = "_forward_context" in getattr(
-        getattr(get_forward_context, "__code__", None), "co_names", ()
-    )
-
-    if context_module is not None and reads_global and hasattr(
-        context_module, "_forward_context"
-    ):
-
-        def forward_mqa(self, q, kv, positions, output):
-            context = context_module._forward_context
-            if context is None or context.attn_metadata is not None or self.compress_ratio > 1:
-                return stock(self, q, kv, positions, output)
-            return run_warmup(self, q, output)
-
-    else:  # a build that keeps the context elsewhere: ask it
-
-        def forward_mqa(self, q, kv, positions, output):
-            if get_forward_context().attn_metadata is not None or self.compress_ratio > 1:
-                return stock(self, q, kv, positions, output)
-            return run_warmup(self, q, output)
-
-    functools.update_wrapper(forward_mqa, stock)
-    setattr(forward_mqa, STOCK_ATTR, stock)
-    return forward_mqa
+class PatchError(Exception):
+    """The loaded ``forward_mqa`` cannot be patched safely."""
 
 
 def _target_class(module: types.ModuleType) -> type:
@@ -87,8 +63,96 @@ def is_patched(module: types.ModuleType) -> bool:
     return getattr(current, STOCK_ATTR, None) is not None
 
 
+def _same_code(a: types.CodeType, b: types.CodeType) -> bool:
+    """Same bytecode, names and constants (nested code objects alike)."""
+    if (a.co_code, a.co_names, a.co_varnames, a.co_freevars) != (
+        b.co_code,
+        b.co_names,
+        b.co_varnames,
+        b.co_freevars,
+    ) or len(a.co_consts) != len(b.co_consts):
+        return False
+    for x, y in zip(a.co_consts, b.co_consts):
+        if isinstance(x, types.CodeType) and isinstance(y, types.CodeType):
+            if not _same_code(x, y):
+                return False
+        elif type(x) is not type(y) or x != y:
+            return False
+    return True
+
+
+def _function_code(module_code: types.CodeType, name: str) -> types.CodeType:
+    return next(
+        c for c in module_code.co_consts if isinstance(c, types.CodeType) and c.co_name == name
+    )
+
+
+def _warmup_guard(branch: ast.If, self_name: str, q_name: str, output_name: str) -> ast.stmt:
+    guard = ast.parse(
+        f"if {self_name}.compress_ratio <= 1:\n"
+        f"    return {_HOOK}({self_name}, {q_name}, {output_name})\n"
+    ).body[0]
+    for node in ast.walk(guard):
+        ast.copy_location(node, branch)  # tracebacks name the branch's line
+    return guard
+
+
+def _build(module: types.ModuleType, stock: types.FunctionType, run_warmup):
+    """vLLM's ``forward_mqa`` compiled again from its source, SWA-only warmup
+    routed to ``run_warmup``. Raises PatchError where that is not safe."""
+    from dspark_attn_plugin.warmup_shape import find_warmup_branch
+
+    filename = stock.__code__.co_filename
+    source = module.__loader__.get_source(module.__name__)
+    if source is None:
+        raise PatchError(f"no source for {module.__name__}")
+    tree = ast.parse(source, filename)
+    cls = next(
+        (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == CLASS_NAME), None
+    )
+    fn = next(
+        (n for n in (cls.body if cls else []) if isinstance(n, ast.FunctionDef) and n.name == METHOD_NAME),
+        None,
+    )
+    if fn is None or fn.decorator_list:
+        raise PatchError(f"no undecorated {METHOD_NAME} in {CLASS_NAME}'s source")
+    names = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
+    if _HOOK in names or _FACTORY in names or len(fn.args.args) != 5:
+        raise PatchError(f"unexpected signature or names in {METHOD_NAME}")
+    futures = [
+        n for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "__future__"
+    ]
+
+    # The source must be the loaded code: compiled as it is, same bytecode.
+    plain = ast.Module(body=[*futures, copy.deepcopy(fn)], type_ignores=[])
+    plain_code = _function_code(compile(plain, filename, "exec", dont_inherit=True), fn.name)
+    if not _same_code(plain_code, stock.__code__):
+        raise PatchError(f"loaded {METHOD_NAME} does not match {filename}")
+
+    branch = find_warmup_branch(fn)
+    if branch is None:
+        raise PatchError(f"no warmup branch in {METHOD_NAME}")
+    self_name, q_name, *_, output_name = (a.arg for a in fn.args.args)
+    branch.body.insert(0, _warmup_guard(branch, self_name, q_name, output_name))
+
+    # Compiled inside a factory, so the hook is a closure cell (no global added
+    # to vLLM's module); globals are the flashmla module's, as for vLLM's own.
+    factory = ast.parse(f"def {_FACTORY}({_HOOK}):\n    return {fn.name}\n").body[0]
+    factory.body.insert(0, fn)
+    patched_module = ast.Module(body=[*futures, factory], type_ignores=[])
+    ast.fix_missing_locations(patched_module)
+    namespace: dict = {}
+    exec(compile(patched_module, filename, "exec", dont_inherit=True), module.__dict__, namespace)
+    patched = namespace[_FACTORY](run_warmup)
+    patched.__qualname__ = stock.__qualname__
+    patched.__dict__.update(stock.__dict__)
+    setattr(patched, STOCK_ATTR, stock)
+    return patched
+
+
 def apply(module: types.ModuleType) -> bool:
-    """Patch the flashmla ``module``'s class; False if it already was."""
+    """Patch the flashmla ``module``'s class; False if it already was.
+    Raises PatchError, leaving vLLM's code as it is, where it cannot."""
     # Imported here: it loads torch and vLLM's workspace manager, which are
     # already in memory once the flashmla module is.
     from dspark_attn_plugin.warmup_workspace import run_warmup
@@ -97,8 +161,8 @@ def apply(module: types.ModuleType) -> bool:
     stock = cls.__dict__[METHOD_NAME]
     if getattr(stock, STOCK_ATTR, None) is not None:
         return False
-    dispatcher = _make_forward_mqa(stock, module.get_forward_context, run_warmup)
-    setattr(cls, METHOD_NAME, dispatcher)  # the only change, made last
+    patched = _build(module, stock, run_warmup)
+    setattr(cls, METHOD_NAME, patched)  # the only change, made last
     return True
 
 

@@ -93,7 +93,7 @@ def classify_source(source: str) -> Classification:
         [method.lineno] + [d.lineno for d in method.decorator_list]
     )
 
-    branch = _find_warmup_branch(method)
+    branch = find_warmup_branch(method)
     if branch is None:
         return Classification(
             Verdict.UNKNOWN,
@@ -121,7 +121,7 @@ def classify_source(source: str) -> Classification:
     )
 
 
-def _find_warmup_branch(method: ast.AST) -> ast.If | None:
+def find_warmup_branch(method: ast.AST) -> ast.If | None:
     for node in ast.walk(method):
         if isinstance(node, ast.If) and _is_metadata_none_test(node.test):
             return node
