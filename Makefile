@@ -16,7 +16,9 @@ export DSPARK_ATTN_PLUGIN_CACHE := $(CACHE)
 
 .PHONY: venv dist install test verify bench clean
 
-$(VENV)/.ready: $(REQUIREMENTS)
+# No prerequisite: the venv's name already carries a hash of the requirements
+# (a fresh clone's new file times must not force a rebuild).
+$(VENV)/.ready:
 	rm -rf "$(VENV)"
 	$(PYTHON) -m venv "$(VENV)"
 	$(BIN)/python -m pip install -q --disable-pip-version-check -r $(REQUIREMENTS)

@@ -132,11 +132,11 @@ def time_calls(flashmla, layers: dict, args, number: int, repeats: int) -> dict:
                 shift = i % len(jobs)
                 for name, fn, stmt in jobs[shift:] + jobs[:shift]:
                     if fn is not None:
-                        setattr(cls, "forward_mqa", fn)
+                        cls.forward_mqa = fn
                         _per_call_ns(stmt, env, 100)  # warm the call sites
                     series[name].append(_per_call_ns(stmt, env, number) - loop)
     finally:
-        setattr(cls, "forward_mqa", stock)
+        cls.forward_mqa = stock
     result = {"empty": statistics.median(series["empty"])}
     for name in layers:
         stock_t, plugin_t = series[f"{name}_stock"], series[f"{name}_plugin"]

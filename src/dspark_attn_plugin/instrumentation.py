@@ -17,7 +17,7 @@ import types
 from dspark_attn_plugin import settings
 from dspark_attn_plugin.import_hook import PostImportHook
 from dspark_attn_plugin.log import logger
-from dspark_attn_plugin.target import FLASHMLA_MODULE, TARGET
+from dspark_attn_plugin.target import CLASS_NAME, FLASHMLA_MODULE, TARGET
 
 _lock = threading.RLock()
 _hook: PostImportHook | None = None
@@ -76,7 +76,7 @@ def uninstrument() -> None:
             _hook.remove()
             _hook = None
         module = sys.modules.get(FLASHMLA_MODULE)
-        if module is not None and hasattr(module, "get_forward_context"):
+        if module is not None and hasattr(module, CLASS_NAME):
             from dspark_attn_plugin import patch
 
             if patch.remove(module):

@@ -111,7 +111,11 @@ def _build(module: types.ModuleType, stock: types.FunctionType, run_warmup):
         (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == CLASS_NAME), None
     )
     fn = next(
-        (n for n in (cls.body if cls else []) if isinstance(n, ast.FunctionDef) and n.name == METHOD_NAME),
+        (
+            n
+            for n in (cls.body if cls else [])
+            if isinstance(n, ast.FunctionDef) and n.name == METHOD_NAME
+        ),
         None,
     )
     if fn is None or fn.decorator_list:

@@ -74,7 +74,7 @@ def _plugin_load(environ) -> tuple[bool, str]:
     if allowed is None:
         return True, "entry point registered, VLLM_PLUGINS unset"
     if ENTRY_POINT_NAME in allowed:
-        return True, f"entry point registered and named in VLLM_PLUGINS"
+        return True, "entry point registered and named in VLLM_PLUGINS"
     return False, f"VLLM_PLUGINS does not name {ENTRY_POINT_NAME}"
 
 
