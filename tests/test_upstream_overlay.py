@@ -66,3 +66,16 @@ def test_fixed_vllm_is_classified_fixed_and_left_untouched(overlay_0_28):
     assert "no longer needed" in proc.stdout
     # The plugin's reservation equals upstream's own, measured, for every kind.
     assert report["plugin"] == report["upstream"] == UPSTREAM_BYTES
+
+
+def test_verify_on_fixed_vllm_passes_and_leaves_it_untouched(overlay_0_28):
+    proc = run_python(
+        "import sys; from dspark_attn_plugin.cli import main; sys.exit(main(['verify']))",
+        env={"PYTHONPATH": str(overlay_0_28)},
+    )
+    lines = proc.stdout.splitlines()
+    assert any(l.startswith("vLLM 0.28.0") and "'fixed'" in l for l in lines)
+    stock = next(l for l in lines if "stock vLLM" in l)
+    assert "passes" in stock
+    assert any("left untouched), SWA-only" in l and "passes" in l for l in lines)
+    assert lines[-1].startswith("PASS")

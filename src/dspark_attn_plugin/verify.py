@@ -115,9 +115,9 @@ def run(emit: Callable[[str], None] = print) -> int:
     def show(label: str, exc: BaseException | None, reserved: int | None) -> bool:
         if exc is None:
             verb = "reserved" if workspace.device is not None else "asks for"
-            emit(f"  {label:<44} passes, {verb} {reserved:,} B")
+            emit(f"  {label:<50} passes, {verb} {reserved:,} B")
             return True
-        emit(f"  {label:<44} FAILS: {_describe_failure(exc)}")
+        emit(f"  {label:<50} FAILS: {_describe_failure(exc)}")
         return False
 
     swa, sparse = synthetic.SWA_ONLY_NO_BUFFER, synthetic.SPARSE_C4
