@@ -79,6 +79,7 @@ import vllm
 from vllm.models.deepseek_v4.nvidia import flashmla
 from vllm.v1.worker import workspace
 from dspark_attn_plugin import synthetic
+from dspark_attn_plugin.warmup_workspace import held_bytes
 out = {"version": vllm.__version__, "bytes": {}}
 for kind in synthetic.LAYER_KINDS:
     workspace.reset_workspace_manager()
@@ -87,8 +88,7 @@ for kind in synthetic.LAYER_KINDS:
     args = synthetic.qkv(device=device)
     with synthetic.warmup_context():
         layer.forward_mqa(*args)
-    m = workspace.current_workspace_manager()
-    out["bytes"][kind.name] = sum(m._workspace_size_bytes(w) for w in m._current_workspaces)
+    out["bytes"][kind.name] = held_bytes()
 print(json.dumps(out))
 """
 
@@ -181,6 +181,7 @@ def plugin_reserved_bytes(flashmla, device: str) -> dict[str, int]:
     from vllm.v1.worker import workspace
 
     from dspark_attn_plugin import patch, synthetic
+    from dspark_attn_plugin.warmup_workspace import held_bytes
 
     patch.apply(flashmla)
     result = {}
@@ -191,8 +192,7 @@ def plugin_reserved_bytes(flashmla, device: str) -> dict[str, int]:
             layer = synthetic.make_layer(flashmla.DeepseekV4FlashMLAAttention, kind, device=device)
             with synthetic.warmup_context():
                 layer.forward_mqa(*synthetic.qkv(device=device))
-            m = workspace.current_workspace_manager()
-            result[kind.name] = sum(m._workspace_size_bytes(w) for w in m._current_workspaces)
+            result[kind.name] = held_bytes()
     finally:
         patch.remove(flashmla)
         workspace.reset_workspace_manager()

@@ -21,6 +21,8 @@ import vllm.plugins
 from vllm.models.deepseek_v4.nvidia import flashmla as _flashmla
 from vllm.v1.worker import workspace as _workspace
 
+from dspark_attn_plugin.warmup_workspace import held_bytes
+
 assert not vllm.plugins.plugins_loaded, "vLLM plugins must load inside each test"
 
 STOCK_FORWARD_MQA = _flashmla.DeepseekV4FlashMLAAttention.__dict__["forward_mqa"]
@@ -65,10 +67,7 @@ class CpuWorkspace:
         return _workspace.current_workspace_manager()
 
     def reserved_bytes(self) -> int:
-        return sum(
-            self.manager._workspace_size_bytes(ws)
-            for ws in self.manager._current_workspaces
-        )
+        return held_bytes()
 
     def lock(self) -> None:
         _workspace.lock_workspace()

@@ -33,7 +33,9 @@ def test_fixed_vllm_is_classified_fixed_and_left_untouched(overlay_0_28):
         from vllm.v1.worker import workspace
         from dspark_attn_plugin import synthetic
         from dspark_attn_plugin.loaded_code import classify_loaded
-        from dspark_attn_plugin.warmup_workspace import layout_bytes, prefill_workspace_specs
+        from dspark_attn_plugin.warmup_workspace import (
+            held_bytes, layout_bytes, prefill_workspace_specs,
+        )
         cls = flashmla.DeepseekV4FlashMLAAttention
         fn = cls.__dict__["forward_mqa"]
         upstream, plugin = {}, {}
@@ -44,8 +46,7 @@ def test_fixed_vllm_is_classified_fixed_and_left_untouched(overlay_0_28):
             q, kv, positions, output = synthetic.qkv()
             with synthetic.warmup_context():
                 layer.forward_mqa(q, kv, positions, output)
-            m = workspace.current_workspace_manager()
-            upstream[kind.name] = sum(m._workspace_size_bytes(w) for w in m._current_workspaces)
+            upstream[kind.name] = held_bytes()
             plugin[kind.name] = layout_bytes(prefill_workspace_specs(layer, q.shape[-1]))
         print(json.dumps({
             "version": vllm.__version__,

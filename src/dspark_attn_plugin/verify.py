@@ -54,10 +54,9 @@ class _Workspace:
             self._ws.init_workspace_manager(self.device)
 
     def reserved_bytes(self) -> int | None:
-        if self.device is None:
-            return None
-        manager = self._ws.current_workspace_manager()
-        return sum(manager._workspace_size_bytes(w) for w in manager._current_workspaces)
+        from dspark_attn_plugin.warmup_workspace import held_bytes
+
+        return None if self.device is None else held_bytes()
 
 
 def run(emit: Callable[[str], None] = print) -> int:

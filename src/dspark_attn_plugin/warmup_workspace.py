@@ -71,6 +71,15 @@ def layout_bytes(specs) -> int:
     return total
 
 
+def held_bytes() -> int:
+    """Bytes vLLM's WorkspaceManager holds now, over its ubatch slots (0
+    without a manager). Reads the manager's own bookkeeping."""
+    if not vllm_workspace.is_workspace_manager_initialized():
+        return 0
+    manager = vllm_workspace.current_workspace_manager()
+    return sum(manager._workspace_size_bytes(ws) for ws in manager._current_workspaces)
+
+
 def reserve_prefill_workspace(layer, head_dim: int) -> bool:
     """Grow vLLM's workspace to what ``_forward_prefill`` may request.
 
