@@ -97,8 +97,27 @@ def reserve_prefill_workspace(layer, head_dim: int) -> bool:
     return True
 
 
+# Set once this process has said that a layer without a buffer warmed up.
+_said_rescued = False
+
+
+def _note_rescued(layer) -> None:
+    """One INFO line per process: the first SWA-only layer without a buffer
+    that warmed up here is the run stock vLLM would have stopped."""
+    global _said_rescued
+    if _said_rescued or layer.topk_indices_buffer is not None:
+        return
+    _said_rescued = True
+    logger.info(
+        "dspark-attn-plugin: %s warmed up without topk_indices_buffer; stock "
+        "vLLM would have stopped here (vllm-project/vllm#50615)",
+        getattr(layer, "prefix", "?"),
+    )
+
+
 def run_warmup(layer, q: torch.Tensor, output: torch.Tensor) -> None:
-    """The warmup dummy run of ``forward_mqa``: reserve, zero, no kernels."""
+    """The warmup dummy run of ``forward_mqa`` for an SWA-only layer:
+    reserve, zero, no kernels."""
     if output.shape != q.shape or output.dtype != q.dtype:
         raise AssertionError(
             f"output buffer {tuple(output.shape)} {output.dtype} must match "
@@ -106,3 +125,4 @@ def run_warmup(layer, q: torch.Tensor, output: torch.Tensor) -> None:
         )
     reserve_prefill_workspace(layer, q.shape[-1])
     output.zero_()
+    _note_rescued(layer)

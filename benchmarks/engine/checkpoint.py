@@ -1,0 +1,89 @@
+"""A tiny DeepSeek-V4 checkpoint folder, made offline: config and tokenizer.
+
+No weights: the engine is started with ``--load-format dummy``. The config
+(``tiny_dsv4_config.json`` beside this file) is the smallest DeepSeek-V4 +
+DSpark shape seen to start a real vLLM 0.26.0 engine on an H200; why each
+value is what it is: ``../shared/gpu/tiny-dsv4-notes.md`` in the project's
+workspace. The tokenizer is built here with the ``tokenizers`` library: a
+byte-level BPE of exactly ``vocab_size`` ids, 0 = BOS, 1 = EOS, 2 = PAD and
+the last id the DSpark noise token, so every id a random-weight model emits
+decodes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+CONFIG_PATH = Path(__file__).with_name("tiny_dsv4_config.json")
+
+BOS, EOS, PAD = "<s>", "</s>", "<pad>"
+NOISE = "<|dspark_noise|>"
+
+
+def tiny_config() -> dict:
+    return json.loads(CONFIG_PATH.read_text(encoding="utf-8"))
+
+
+def _byte_level_vocab(size: int) -> tuple[dict[str, int], list[tuple[str, str]]]:
+    """Specials, the 256 byte symbols, then two-symbol merges up to ``size - 1``
+    ids; the noise token takes the last id."""
+    from tokenizers import pre_tokenizers
+
+    vocab = {BOS: 0, EOS: 1, PAD: 2}
+    symbols = sorted(pre_tokenizers.ByteLevel.alphabet())
+    for symbol in symbols:
+        vocab[symbol] = len(vocab)
+    # Merges of frequent symbols ("Ġ" is the byte-level space).
+    common = ["Ġ", *"etaoinshrdlucmfwypvbgkjqxz0123456789"]
+    merges = []
+    for left, right in itertools.product(common, common):
+        if len(vocab) >= size - 1:
+            break
+        merges.append((left, right))
+        vocab[left + right] = len(vocab)
+    if len(vocab) != size - 1:
+        raise ValueError(f"cannot fill a vocabulary of {size} ids")
+    vocab[NOISE] = size - 1
+    return vocab, merges
+
+
+def write_tokenizer(folder: Path, vocab_size: int, model_max_length: int) -> None:
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+
+    vocab, merges = _byte_level_vocab(vocab_size)
+    tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=merges))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer.add_special_tokens(
+        [AddedToken(t, special=True) for t in (BOS, EOS, PAD, NOISE)]
+    )
+    if tokenizer.get_vocab_size(with_added_tokens=True) != vocab_size:
+        raise ValueError("tokenizer size does not match vocab_size")
+    tokenizer.save(str(folder / "tokenizer.json"))
+    (folder / "tokenizer_config.json").write_text(
+        json.dumps(
+            {
+                "tokenizer_class": "PreTrainedTokenizerFast",
+                "bos_token": BOS,
+                "eos_token": EOS,
+                "pad_token": PAD,
+                "additional_special_tokens": [NOISE],
+                "model_max_length": model_max_length,
+            },
+            indent=2,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+
+
+def write_checkpoint(folder: Path) -> Path:
+    """Write config.json and the tokenizer into ``folder``; return it."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    config = tiny_config()
+    (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    write_tokenizer(folder, config["vocab_size"], config["max_position_embeddings"])
+    return folder

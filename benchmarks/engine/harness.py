@@ -1,0 +1,339 @@
+"""The engine cases: which vLLM, with or without the plugin, and what each
+must show; and the cost run (stock against plugin, no speculative decoding)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from engine import logscan
+from engine.server import Server, free_port, serve_command
+
+PLUGIN_DIST = "dspark-attn-plugin"
+PLUGIN_ENTRY_POINT = "dspark_attn_plugin"
+HARNESS_MODULE = "dspark_e2e_dummy_weights"
+DSPARK = {"method": "dspark", "num_speculative_tokens": 5}
+PROMPTS = [
+    "The quick brown fox",
+    "DeepSeek-V4 with a DSpark drafter",
+    "Once upon a time",
+    "vLLM serves",
+    "Speculative decoding drafts",
+]
+# Lines the plugin writes (vLLM's logger, so in vLLM's format).
+PATCHED = "dspark-attn-plugin patched"
+RESCUED = "warmed up without topk_indices_buffer"
+NOT_AFFECTED = "is not affected by vllm-project/vllm#50615"
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    standin: bool  # the affected stand-in instead of vLLM as installed
+    plugin: bool  # the plugin (from its wheel) on the server's path
+    plugin_off: bool  # DSPARK_ATTN_PLUGIN=off
+    expect: str  # "crash" (never healthy, the #50298 assertion) or "serve"
+    about: str
+
+
+CASES = {
+    c.name: c
+    for c in (
+        Case("standin-stock", True, False, False, "crash",
+             "affected stand-in, no plugin: the regression in a real engine"),
+        Case("standin-plugin", True, True, False, "serve",
+             "affected stand-in + plugin: starts, serves, DSpark drafts"),
+        Case("released-plugin", False, True, False, "serve",
+             "vLLM as installed (0.26.0: not affected) + plugin: left alone"),
+        Case("standin-plugin-off", True, True, True, "crash",
+             "affected stand-in + plugin + DSPARK_ATTN_PLUGIN=off: the crash again"),
+    )
+}
+
+
+@dataclass
+class Settings:
+    start_timeout_s: float = 540.0
+    crash_exit_timeout_s: float = 60.0
+    max_model_len: int = 1024
+    gpu_memory_utilization: float = 0.3
+    requests: int = 5
+    max_tokens: int = 32
+    cost_rounds: int = 2
+    throughput_runs: int = 3
+    throughput_batch: int = 8
+    throughput_max_tokens: int = 256
+
+
+@dataclass
+class Layout:
+    """Folders the harness builds under ``work``."""
+
+    work: Path
+    model: Path = field(init=False)
+    standin: Path = field(init=False)
+    plugin: Path = field(init=False)
+    harness: Path = field(init=False)
+    logs: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.work = Path(self.work)
+        self.model = self.work / "model"
+        self.standin = self.work / "standin"
+        self.plugin = self.work / "plugin"
+        self.harness = self.work / "harness"
+        self.logs = self.work / "logs"
+
+
+# --- set-up ------------------------------------------------------------------
+
+
+def installed_vllm() -> dict:
+    spec = importlib.util.find_spec("vllm")
+    if spec is None or not spec.origin:
+        return {"version": None, "path": None}
+    try:
+        version = importlib.metadata.version("vllm")
+    except importlib.metadata.PackageNotFoundError:
+        version = None
+    return {"version": version, "path": str(Path(spec.origin).parent)}
+
+
+def plugin_in_base_env() -> bool:
+    """Whether vLLM would load the plugin without the harness adding it."""
+    eps = importlib.metadata.entry_points(group="vllm.general_plugins")
+    return any(ep.name == PLUGIN_ENTRY_POINT for ep in eps)
+
+
+def probe_gpu() -> dict:
+    """torch's view of the GPU, asked in a child process (CUDA is never
+    initialised in the harness)."""
+    code = (
+        "import json, torch\n"
+        "ok = torch.cuda.is_available()\n"
+        "print(json.dumps({'torch': torch.__version__, 'cuda': ok,\n"
+        "  'name': torch.cuda.get_device_name(0) if ok else None,\n"
+        "  'capability': list(torch.cuda.get_device_capability(0)) if ok else None}))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        return {"cuda": False, "error": proc.stderr.strip().splitlines()[-1:]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def install_plugin_wheel(wheel: Path, dest: Path) -> str:
+    """``pip install --no-deps --target dest wheel``; the plugin's version."""
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
+         "--no-compile", "--disable-pip-version-check", "--target", str(dest), str(wheel)],
+        check=True, capture_output=True, text=True,
+    )
+    found = sorted(dest.glob("dspark_attn_plugin-*.dist-info"))
+    return found[0].name[len("dspark_attn_plugin-"): -len(".dist-info")] if found else "?"
+
+
+def install_plugin_dist(dest: Path) -> None:
+    """The harness's own dummy-weights plugin (``dummy_weights_plugin.py``)
+    as an installed distribution with a ``vllm.general_plugins`` entry point."""
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(Path(__file__).with_name("dummy_weights_plugin.py"), dest / f"{HARNESS_MODULE}.py")
+    info = dest / f"{HARNESS_MODULE}-0.dist-info"
+    info.mkdir(exist_ok=True)
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {HARNESS_MODULE}\nVersion: 0\n", encoding="utf-8"
+    )
+    (info / "entry_points.txt").write_text(
+        f"[vllm.general_plugins]\n{HARNESS_MODULE} = {HARNESS_MODULE}:register\n",
+        encoding="utf-8",
+    )
+
+
+def server_env(case_standin: bool, plugin: bool, plugin_off: bool, layout: Layout,
+               base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of one server: the harness's, with the stand-in
+    first on ``PYTHONPATH`` when asked, the plugin's folder when asked, and
+    offline settings (nothing is downloaded)."""
+    env = dict(os.environ if base is None else base)
+    env.pop("VLLM_PLUGINS", None)  # every plugin on the path loads
+    env.pop("DSPARK_ATTN_PLUGIN", None)
+    paths = [str(layout.standin)] if case_standin else []
+    paths.append(str(layout.harness))
+    if plugin:
+        paths.append(str(layout.plugin))
+    if env.get("PYTHONPATH"):
+        paths.append(env["PYTHONPATH"])
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    if plugin_off:
+        env["DSPARK_ATTN_PLUGIN"] = "off"
+    env.update(
+        HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_DATASETS_OFFLINE="1",
+        VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1", VLLM_DEEP_GEMM_WARMUP="skip",
+        VLLM_LOGGING_COLOR="0", PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+# --- the cases ---------------------------------------------------------------
+
+
+def run_case(case: Case, layout: Layout, settings: Settings, assertion_line: int) -> dict:
+    log_path = layout.logs / f"{case.name}.log"
+    command = serve_command(
+        layout.model, free_port(), speculative=DSPARK,
+        max_model_len=settings.max_model_len,
+        gpu_memory_utilization=settings.gpu_memory_utilization,
+    )
+    env = server_env(case.standin, case.plugin, case.plugin_off, layout)
+    result: dict = {"about": case.about, "expect": case.expect, "log": str(log_path)}
+    with Server(command, env, log_path) as server:
+        start_s = server.wait_healthy(settings.start_timeout_s)
+        result["healthy"] = start_s is not None
+        result["start_s"] = round(start_s, 1) if start_s is not None else None
+        if start_s is not None:
+            result.update(_serve_requests(server, settings))
+        else:
+            result["exit_code"] = server.wait_exit(settings.crash_exit_timeout_s)
+    log = log_path.read_text(encoding="utf-8", errors="replace")
+    crash = logscan.find_assertion_crash(log)
+    result["assertion"] = crash.to_dict() if crash else None
+    result["plugin_lines"] = logscan.lines_with(log, "dspark-attn-plugin")
+    result["problems"] = check_case(case, result, layout, assertion_line)
+    result["ok"] = not result["problems"]
+    return result
+
+
+def _serve_requests(server: Server, settings: Settings) -> dict:
+    answered, tokens, errors = 0, 0, []
+    for prompt in (PROMPTS * settings.requests)[: settings.requests]:
+        try:
+            reply = server.complete([prompt], settings.max_tokens)
+            answered += 1
+            tokens += reply["usage"]["completion_tokens"]
+        except Exception as exc:  # reported, not raised: the case fails
+            errors.append(repr(exc))
+    try:
+        counters = logscan.spec_decode_counters(server.metrics_text())
+    except Exception as exc:
+        counters, errors = {}, [*errors, f"/metrics: {exc!r}"]
+    return {
+        "requests_sent": settings.requests,
+        "requests_answered": answered,
+        "completion_tokens": tokens,
+        "spec_decode": counters,
+        "request_errors": errors,
+    }
+
+
+def check_case(case: Case, r: dict, layout: Layout, assertion_line: int) -> list[str]:
+    """What ``r`` lacks of what ``case`` must show (empty: as expected)."""
+    problems = []
+    plugin_text = [p["line"] for p in r["plugin_lines"]]
+    if case.expect == "crash":
+        crash = r["assertion"]
+        if r["healthy"]:
+            problems.append("server became healthy; expected the #50298 assertion")
+        if crash is None:
+            problems.append("no AssertionError traceback in the log")
+        else:
+            if not Path(crash["file"]).match(str(Path("nvidia") / "flashmla.py")) or not crash[
+                "file"
+            ].startswith(str(layout.standin)):
+                problems.append(f"assertion raised in {crash['file']}, not the stand-in's flashmla.py")
+            if crash["line"] != assertion_line:
+                problems.append(f"assertion at line {crash['line']}, inserted at {assertion_line}")
+            if not crash["under_profile_run"]:
+                problems.append("assertion not raised under profile_run")
+        if any(PATCHED in t for t in plugin_text):
+            problems.append("the plugin patched although it should not run")
+        return problems
+    if not r["healthy"]:
+        problems.append("server never became healthy")
+        return problems
+    if r["requests_answered"] != r["requests_sent"]:
+        problems.append(f"{r['requests_answered']}/{r['requests_sent']} requests answered")
+    spec = r.get("spec_decode", {})
+    for name in ("num_drafts", "num_accepted_tokens"):
+        if not spec.get(name, 0) > 0:
+            problems.append(f"vllm:spec_decode_{name} is {spec.get(name)}")
+    engine_lines = [p for p in r["plugin_lines"] if (p["process"] or "").startswith("EngineCore")]
+    if case.standin:
+        if not any(PATCHED in p["line"] for p in engine_lines):
+            problems.append("no 'patched' line from the engine-core process")
+        if not any(RESCUED in t for t in plugin_text):
+            problems.append(f"no '{RESCUED}' line")
+    else:
+        if not any(NOT_AFFECTED in t for t in plugin_text):
+            problems.append("no 'not affected' line from the plugin")
+        if any(PATCHED in t for t in plugin_text):
+            problems.append("the plugin patched a build it should leave alone")
+    return problems
+
+
+# --- the cost run --------------------------------------------------------------
+
+
+def run_cost(layout: Layout, settings: Settings) -> dict:
+    """Stock and plugin alternately on the affected stand-in, without
+    speculative decoding (the target model gives every layer its buffer, so
+    stock starts too): start time, and greedy decode throughput."""
+    sides = {"stock": {"start_s": [], "tokens_per_s": []},
+             "plugin": {"start_s": [], "tokens_per_s": []}}
+    problems = []
+    prompts = (PROMPTS * settings.throughput_batch)[: settings.throughput_batch]
+    for round_no in range(settings.cost_rounds):
+        for side in ("stock", "plugin"):
+            command = serve_command(
+                layout.model, free_port(), speculative=None,
+                max_model_len=settings.max_model_len,
+                gpu_memory_utilization=settings.gpu_memory_utilization,
+            )
+            env = server_env(True, side == "plugin", False, layout)
+            log_path = layout.logs / f"cost-{side}-{round_no}.log"
+            with Server(command, env, log_path) as server:
+                start_s = server.wait_healthy(settings.start_timeout_s)
+                if start_s is None:
+                    problems.append(f"{side} round {round_no}: never healthy ({log_path})")
+                    continue
+                sides[side]["start_s"].append(round(start_s, 2))
+                server.complete(prompts[:1], 8)  # first request: not measured
+                for _ in range(settings.throughput_runs):
+                    t0 = time.perf_counter()
+                    reply = server.complete(prompts, settings.throughput_max_tokens)
+                    elapsed = time.perf_counter() - t0
+                    tokens = reply["usage"]["completion_tokens"]
+                    sides[side]["tokens_per_s"].append(round(tokens / elapsed, 1))
+    return {
+        "workload": {
+            "prompts": len(prompts), "max_tokens": settings.throughput_max_tokens,
+            "temperature": 0.0, "ignore_eos": True, "speculative": None,
+        },
+        "rounds": settings.cost_rounds,
+        **sides,
+        "summary": {key: ratio(sides["plugin"][key], sides["stock"][key])
+                    for key in ("start_s", "tokens_per_s")},
+        "problems": problems,
+    }
+
+
+def ratio(plugin: list[float], stock: list[float]) -> dict | None:
+    """plugin/stock of the medians, with the spread: the lowest and highest
+    ratio any plugin sample makes with any stock sample."""
+    if not plugin or not stock:
+        return None
+    return {
+        "plugin_median": statistics.median(plugin),
+        "stock_median": statistics.median(stock),
+        "ratio": round(statistics.median(plugin) / statistics.median(stock), 4),
+        "ratio_min": round(min(plugin) / max(stock), 4),
+        "ratio_max": round(max(plugin) / min(stock), 4),
+        "n": [len(plugin), len(stock)],
+    }

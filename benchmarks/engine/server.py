@@ -1,0 +1,146 @@
+"""One ``vllm serve`` in a subprocess on a loopback port: start, wait for
+``/health`` (bounded), send completions, scrape ``/metrics``, stop.
+
+Only the standard library: the harness runs in the same interpreter as vLLM
+but imports none of it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+HOST = "127.0.0.1"
+MODEL_NAME = "tiny-dsv4"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def serve_command(model_dir: Path, port: int, *, speculative: dict | None,
+                  max_model_len: int, gpu_memory_utilization: float) -> list[str]:
+    """``vllm serve``, spelled through the module so that a ``--target``
+    install without the console script works the same."""
+    command = [
+        sys.executable, "-m", "vllm.entrypoints.cli.main", "serve", str(model_dir),
+        "--host", HOST, "--port", str(port),
+        "--served-model-name", MODEL_NAME,
+        "--load-format", "dummy",
+        "--kv-cache-dtype", "fp8",  # required by DeepSeek-V4's FlashMLA path
+        "--enforce-eager",
+        "--max-model-len", str(max_model_len),
+        "--max-num-seqs", "16",
+        "--gpu-memory-utilization", str(gpu_memory_utilization),
+    ]
+    if speculative is not None:
+        command += ["--speculative-config", json.dumps(speculative)]
+    return command
+
+
+class Server:
+    """A ``vllm serve`` process group with its log in ``log_path``."""
+
+    def __init__(self, command: list[str], env: dict[str, str], log_path: Path):
+        self.command, self.env, self.log_path = command, env, Path(log_path)
+        self.port = int(command[command.index("--port") + 1])
+        self.proc: subprocess.Popen | None = None
+        self.started_at = 0.0
+
+    def __enter__(self) -> Server:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "wb")
+        self.started_at = time.monotonic()
+        self.proc = subprocess.Popen(
+            self.command, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+            # Its own process group (to stop it whole), in the caller's
+            # session: whatever ends the caller's session ends it too.
+            stdin=subprocess.DEVNULL, process_group=0,
+        )
+        log.close()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def _url(self, path: str) -> str:
+        return f"http://{HOST}:{self.port}{path}"
+
+    def wait_healthy(self, timeout_s: float) -> float | None:
+        """Seconds from start to the first 200 on ``/health``; None if the
+        process exited or ``timeout_s`` passed first."""
+        deadline = self.started_at + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                return None
+            try:
+                with urllib.request.urlopen(self._url("/health"), timeout=5) as r:
+                    if r.status == 200:
+                        return time.monotonic() - self.started_at
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(1.0)
+        return None
+
+    def wait_exit(self, timeout_s: float) -> int | None:
+        try:
+            return self.proc.wait(timeout=max(0.0, timeout_s))
+        except subprocess.TimeoutExpired:
+            return None
+
+    def complete(self, prompts: list[str], max_tokens: int, timeout_s: float = 300) -> dict:
+        """One greedy ``/v1/completions`` call for ``prompts``; exactly
+        ``max_tokens`` tokens each (``ignore_eos``)."""
+        body = json.dumps({
+            "model": MODEL_NAME, "prompt": prompts, "max_tokens": max_tokens,
+            "temperature": 0.0, "ignore_eos": True,
+        }).encode()
+        request = urllib.request.Request(
+            self._url("/v1/completions"), data=body,
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=timeout_s) as r:
+            return json.loads(r.read())
+
+    def metrics_text(self) -> str:
+        with urllib.request.urlopen(self._url("/metrics"), timeout=30) as r:
+            return r.read().decode()
+
+    def stop(self, grace_s: float = 30) -> int | None:
+        """SIGINT to the whole process group, SIGKILL after ``grace_s``;
+        waits until the group is gone (the GPU is free for the next one)."""
+        if self.proc is None:
+            return None
+        pgid = self.proc.pid
+        for sig, wait_s in ((signal.SIGINT, grace_s), (signal.SIGKILL, 30)):
+            try:
+                os.killpg(pgid, sig)
+            except ProcessLookupError:
+                break
+            deadline = time.monotonic() + wait_s
+            while time.monotonic() < deadline and _group_alive(pgid):
+                self.proc.poll()
+                time.sleep(0.5)
+            if not _group_alive(pgid):
+                break
+        return self.proc.wait()
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,188 @@
+"""The plugin in a real engine: ``vllm serve`` DeepSeek-V4 with a DSpark
+drafter, without and with the plugin, on a GPU.
+
+Needs a Hopper or Blackwell GPU and a vLLM with DeepSeek-V4 (``vllm serve``
+builds the model for real: FlashMLA sparse, MoE, DeepGEMM, tilelang kernels).
+Nothing is downloaded: the checkpoint is a tiny config + an offline-built
+tokenizer, weights come from ``--load-format dummy``. Run it with the Python
+that has vLLM, in an environment where the plugin is *not* installed (the
+harness adds it, from its wheel, to the servers that should have it):
+
+    python benchmarks/engine_e2e.py --plugin-wheel dist/dspark_attn_plugin-*.whl \\
+        --work /tmp/e2e [--cases standin-stock,standin-plugin,...] [--cost]
+
+Each case is a fresh ``vllm serve`` on a loopback port (cases in
+``engine/harness.py``): the *affected stand-in* (the installed vLLM with
+vllm-project/vllm#50298's assertion inserted into a linked copy,
+``engine/standin.py``) without the plugin, with it, and with
+``DSPARK_ATTN_PLUGIN=off``; and vLLM as installed with the plugin. ``--cost``
+adds stock against plugin on the stand-in without speculative decoding:
+engine start time and greedy decode throughput, alternately.
+
+The last line of standard output is one JSON object with every figure
+(progress goes to standard error); ``--out FILE`` writes it there too.
+Logs stay under ``WORK/logs``.
+
+Exit status: 0 every case as expected; 1 a case was not; 2 bad arguments;
+3 this machine cannot run it (no suitable GPU, no vLLM with DeepSeek-V4, or
+the plugin already installed where the harness runs). ``--dry-run`` builds
+everything and reports the plan and the environment without starting a
+server, and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import platform
+import signal
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from engine import harness  # noqa: E402
+from engine.checkpoint import write_checkpoint  # noqa: E402
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CANNOT_RUN = 0, 1, 2, 3
+MIN_CAPABILITY = (9, 0)  # FlashMLA sparse: Hopper and newer
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="engine_e2e.py",
+        description="vllm serve DeepSeek-V4 + DSpark without and with dspark-attn-plugin.",
+        epilog="Exit status: 0 as expected, 1 a case was not, 2 bad arguments, "
+        "3 cannot run on this machine.",
+    )
+    parser.add_argument("--plugin-wheel", type=Path, required=True,
+                        help="the plugin's wheel (python -m build)")
+    parser.add_argument("--work", type=Path, required=True,
+                        help="a new or empty folder for the checkpoint, stand-in and logs")
+    parser.add_argument("--cases", default=",".join(harness.CASES),
+                        help=f"comma-separated, from: {', '.join(harness.CASES)} (default all); "
+                        "'none' for --cost alone")
+    parser.add_argument("--cost", action="store_true",
+                        help="also measure stock against plugin without speculative decoding")
+    parser.add_argument("--cost-rounds", type=int, default=harness.Settings.cost_rounds)
+    parser.add_argument("--throughput-runs", type=int, default=harness.Settings.throughput_runs)
+    parser.add_argument("--start-timeout", type=float, default=harness.Settings.start_timeout_s,
+                        help="seconds a server may take to become healthy")
+    parser.add_argument("--out", type=Path, help="also write the JSON report here")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="build everything, start no server, report the plan")
+    args = parser.parse_args(argv)
+    names = [] if args.cases == "none" else [c.strip() for c in args.cases.split(",") if c.strip()]
+    unknown = [n for n in names if n not in harness.CASES]
+    if unknown:
+        parser.error(f"unknown case(s) {', '.join(unknown)}; choose from {', '.join(harness.CASES)}")
+    if not names and not args.cost:
+        parser.error("nothing to run: name cases or give --cost")
+    if not args.plugin_wheel.is_file() or args.plugin_wheel.suffix != ".whl":
+        parser.error(f"--plugin-wheel {args.plugin_wheel}: not a wheel file")
+    if args.work.exists() and any(args.work.iterdir()):
+        parser.error(f"--work {args.work} is not empty")
+    if min(args.cost_rounds, args.throughput_runs) < 1 or args.start_timeout <= 0:
+        parser.error("--cost-rounds, --throughput-runs and --start-timeout must be positive")
+    args.case_names = names
+    return args
+
+
+def environment_problems(vllm: dict, gpu: dict, plugin_installed: bool) -> list[str]:
+    problems = []
+    if vllm["path"] is None:
+        problems.append("no vLLM importable by this Python")
+    elif not (Path(vllm["path"]) / "models/deepseek_v4/nvidia/flashmla.py").is_file():
+        problems.append(f"vLLM {vllm['version']} at {vllm['path']} has no DeepSeek-V4 FlashMLA module")
+    if not gpu.get("cuda"):
+        problems.append("no CUDA GPU visible to torch: this needs a Hopper or Blackwell GPU")
+    elif tuple(gpu["capability"]) < MIN_CAPABILITY:
+        problems.append(f"{gpu['name']} (sm_{''.join(map(str, gpu['capability']))}) cannot run "
+                        "FlashMLA sparse kernels: this needs a Hopper or Blackwell GPU")
+    if plugin_installed:
+        problems.append("dspark-attn-plugin is installed in this environment: the no-plugin "
+                        "cases need one without it (the harness adds it from --plugin-wheel)")
+    return problems
+
+
+def progress(message: str) -> None:
+    print(f"[engine_e2e] {message}", file=sys.stderr, flush=True)
+
+
+def _exit_on_sigterm(signum, frame) -> None:
+    # SystemExit unwinds through ``with Server``: the running server stops.
+    sys.exit(128 + signum)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    settings = harness.Settings(
+        start_timeout_s=args.start_timeout, cost_rounds=args.cost_rounds,
+        throughput_runs=args.throughput_runs,
+    )
+    layout = harness.Layout(args.work)
+    vllm = harness.installed_vllm()
+    plugin_installed = harness.plugin_in_base_env()
+    gpu = harness.probe_gpu()
+    report: dict = {
+        "tool": "benchmarks/engine_e2e.py",
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "machine": {"gpu": gpu, "python": platform.python_version(), "host": platform.node()},
+        "vllm": vllm,
+        "plugin_wheel": args.plugin_wheel.name,
+        "settings": vars(settings),
+        "speculative_config": harness.DSPARK,
+    }
+    problems = environment_problems(vllm, gpu, plugin_installed)
+    report["environment_problems"] = problems
+    if problems and not args.dry_run:
+        for problem in problems:
+            progress(f"cannot run here: {problem}")
+        return _finish(report, args, EXIT_CANNOT_RUN)
+
+    layout.work.mkdir(parents=True, exist_ok=True)
+    report["plugin_version"] = harness.install_plugin_wheel(args.plugin_wheel, layout.plugin)
+    if not plugin_installed:
+        sys.path.append(str(layout.plugin))  # the stand-in uses its warmup locator
+    harness.install_plugin_dist(layout.harness)
+    write_checkpoint(layout.model)
+    report["model"] = str(layout.model)
+    if vllm["path"] is None:
+        return _finish(report, args, EXIT_OK if args.dry_run else EXIT_CANNOT_RUN)
+    from engine.standin import make_standin
+
+    report["standin"] = standin = make_standin(Path(vllm["path"]), layout.standin)
+    if args.dry_run:
+        report["plan"] = {name: vars(harness.CASES[name]) for name in args.case_names}
+        report["cost"] = "planned" if args.cost else None
+        return _finish(report, args, EXIT_OK)
+
+    report["cases"] = {}
+    for name in args.case_names:
+        progress(f"case {name}: {harness.CASES[name].about}")
+        result = harness.run_case(harness.CASES[name], layout, settings, standin["assertion_line"])
+        report["cases"][name] = result
+        progress(f"case {name}: {'as expected' if result['ok'] else result['problems']}")
+    if args.cost:
+        progress(f"cost: {settings.cost_rounds} rounds of stock and plugin, no speculative decoding")
+        report["cost"] = harness.run_cost(layout, settings)
+    failed = [n for n, r in report["cases"].items() if not r["ok"]]
+    if report.get("cost") and report["cost"]["problems"]:
+        failed.append("cost")
+    report["ok"] = not failed
+    return _finish(report, args, EXIT_FAILED if failed else EXIT_OK)
+
+
+def _finish(report: dict, args: argparse.Namespace, code: int) -> int:
+    report["exit_code"] = code
+    text = json.dumps(report, default=str)
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
+    print(text, flush=True)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
