@@ -159,15 +159,20 @@ def main(argv: list[str] | None = None) -> int:
         report["cost"] = "planned" if args.cost else None
         return _finish(report, args, EXIT_OK)
 
-    report["cases"] = {}
+    report["cases"], report["cost"] = {}, None
     for name in args.case_names:
         progress(f"case {name}: {harness.CASES[name].about}")
         result = harness.run_case(harness.CASES[name], layout, settings, standin["assertion_line"])
         report["cases"][name] = result
         progress(f"case {name}: {'as expected' if result['ok'] else result['problems']}")
+        _write(report, args.out)  # what is done survives a stop
     if args.cost:
         progress(f"cost: {settings.cost_rounds} rounds of stock and plugin, no speculative decoding")
-        report["cost"] = harness.run_cost(layout, settings)
+        def save(cost: dict) -> None:
+            report["cost"] = cost
+            _write(report, args.out)
+
+        report["cost"] = harness.run_cost(layout, settings, save)
     failed = [n for n, r in report["cases"].items() if not r["ok"]]
     if report.get("cost") and report["cost"]["problems"]:
         failed.append("cost")
@@ -175,12 +180,15 @@ def main(argv: list[str] | None = None) -> int:
     return _finish(report, args, EXIT_FAILED if failed else EXIT_OK)
 
 
+def _write(report: dict, out: Path | None) -> None:
+    if out:
+        out.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
+
+
 def _finish(report: dict, args: argparse.Namespace, code: int) -> int:
     report["exit_code"] = code
-    text = json.dumps(report, default=str)
-    if args.out:
-        args.out.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
-    print(text, flush=True)
+    _write(report, args.out)
+    print(json.dumps(report, default=str), flush=True)
     return code
 
 

@@ -281,47 +281,56 @@ def check_case(case: Case, r: dict, layout: Layout, assertion_line: int) -> list
 # --- the cost run --------------------------------------------------------------
 
 
-def run_cost(layout: Layout, settings: Settings) -> dict:
+def run_cost(layout: Layout, settings: Settings, save=lambda result: None) -> dict:
     """Stock and plugin alternately on the affected stand-in, without
     speculative decoding (the target model gives every layer its buffer, so
-    stock starts too): start time, and greedy decode throughput."""
-    sides = {"stock": {"start_s": [], "tokens_per_s": []},
-             "plugin": {"start_s": [], "tokens_per_s": []}}
-    problems = []
+    stock starts too): start time, and greedy decode throughput. ``save`` is
+    called with the result so far after each server."""
     prompts = (PROMPTS * settings.throughput_batch)[: settings.throughput_batch]
-    for round_no in range(settings.cost_rounds):
-        for side in ("stock", "plugin"):
-            command = serve_command(
-                layout.model, free_port(), speculative=None,
-                max_model_len=settings.max_model_len,
-                gpu_memory_utilization=settings.gpu_memory_utilization,
-            )
-            env = server_env(True, side == "plugin", False, layout)
-            log_path = layout.logs / f"cost-{side}-{round_no}.log"
-            with Server(command, env, log_path) as server:
-                start_s = server.wait_healthy(settings.start_timeout_s)
-                if start_s is None:
-                    problems.append(f"{side} round {round_no}: never healthy ({log_path})")
-                    continue
-                sides[side]["start_s"].append(round(start_s, 2))
-                server.complete(prompts[:1], 8)  # first request: not measured
-                for _ in range(settings.throughput_runs):
-                    t0 = time.perf_counter()
-                    reply = server.complete(prompts, settings.throughput_max_tokens)
-                    elapsed = time.perf_counter() - t0
-                    tokens = reply["usage"]["completion_tokens"]
-                    sides[side]["tokens_per_s"].append(round(tokens / elapsed, 1))
-    return {
+    result: dict = {
         "workload": {
             "prompts": len(prompts), "max_tokens": settings.throughput_max_tokens,
             "temperature": 0.0, "ignore_eos": True, "speculative": None,
         },
         "rounds": settings.cost_rounds,
-        **sides,
-        "summary": {key: ratio(sides["plugin"][key], sides["stock"][key])
-                    for key in ("start_s", "tokens_per_s")},
-        "problems": problems,
+        "stock": {"start_s": [], "tokens_per_s": []},
+        "plugin": {"start_s": [], "tokens_per_s": []},
+        "summary": None,
+        "problems": [],
     }
+    for round_no in range(settings.cost_rounds):
+        for side in ("stock", "plugin"):
+            _cost_server(side, round_no, prompts, layout, settings, result)
+            result["summary"] = {
+                key: ratio(result["plugin"][key], result["stock"][key])
+                for key in ("start_s", "tokens_per_s")
+            }
+            save(result)
+    return result
+
+
+def _cost_server(side: str, round_no: int, prompts: list[str], layout: Layout,
+                 settings: Settings, result: dict) -> None:
+    command = serve_command(
+        layout.model, free_port(), speculative=None,
+        max_model_len=settings.max_model_len,
+        gpu_memory_utilization=settings.gpu_memory_utilization,
+    )
+    env = server_env(True, side == "plugin", False, layout)
+    log_path = layout.logs / f"cost-{side}-{round_no}.log"
+    with Server(command, env, log_path) as server:
+        start_s = server.wait_healthy(settings.start_timeout_s)
+        if start_s is None:
+            result["problems"].append(f"{side} round {round_no}: never healthy ({log_path})")
+            return
+        result[side]["start_s"].append(round(start_s, 2))
+        server.complete(prompts[:1], 8)  # first request: not measured
+        for _ in range(settings.throughput_runs):
+            t0 = time.perf_counter()
+            reply = server.complete(prompts, settings.throughput_max_tokens)
+            elapsed = time.perf_counter() - t0
+            tokens = reply["usage"]["completion_tokens"]
+            result[side]["tokens_per_s"].append(round(tokens / elapsed, 1))
 
 
 def ratio(plugin: list[float], stock: list[float]) -> dict | None:
