@@ -201,6 +201,7 @@ def run_case(case: Case, layout: Layout, settings: Settings, assertion_line: int
         if start_s is not None:
             result.update(_serve_requests(server, settings))
         else:
+            result["last_health_error"] = server.last_health_error
             result["exit_code"] = server.wait_exit(settings.crash_exit_timeout_s)
     log = log_path.read_text(encoding="utf-8", errors="replace")
     crash = logscan.find_assertion_crash(log)
@@ -321,7 +322,9 @@ def _cost_server(side: str, round_no: int, prompts: list[str], layout: Layout,
     with Server(command, env, log_path) as server:
         start_s = server.wait_healthy(settings.start_timeout_s)
         if start_s is None:
-            result["problems"].append(f"{side} round {round_no}: never healthy ({log_path})")
+            result["problems"].append(
+                f"{side} round {round_no}: never healthy ({server.last_health_error}; {log_path})"
+            )
             return
         result[side]["start_s"].append(round(start_s, 2))
         server.complete(prompts[:1], 8)  # first request: not measured

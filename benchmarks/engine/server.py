@@ -20,6 +20,9 @@ from pathlib import Path
 
 HOST = "127.0.0.1"
 MODEL_NAME = "tiny-dsv4"
+# Loopback only, never through a proxy: an ``http_proxy`` in the environment
+# (common on GPU hosts) would otherwise take every request, /health included.
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def free_port() -> int:
@@ -56,6 +59,7 @@ class Server:
         self.port = int(command[command.index("--port") + 1])
         self.proc: subprocess.Popen | None = None
         self.started_at = 0.0
+        self.last_health_error: str | None = None
 
     def __enter__(self) -> Server:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -84,11 +88,12 @@ class Server:
             if self.proc.poll() is not None:
                 return None
             try:
-                with urllib.request.urlopen(self._url("/health"), timeout=5) as r:
+                with _OPENER.open(self._url("/health"), timeout=5) as r:
                     if r.status == 200:
                         return time.monotonic() - self.started_at
-            except (urllib.error.URLError, OSError):
-                pass
+                    self.last_health_error = f"HTTP {r.status}"
+            except (urllib.error.URLError, OSError) as exc:
+                self.last_health_error = repr(exc)
             time.sleep(1.0)
         return None
 
@@ -109,11 +114,11 @@ class Server:
             self._url("/v1/completions"), data=body,
             headers={"Content-Type": "application/json"},
         )
-        with urllib.request.urlopen(request, timeout=timeout_s) as r:
+        with _OPENER.open(request, timeout=timeout_s) as r:
             return json.loads(r.read())
 
     def metrics_text(self) -> str:
-        with urllib.request.urlopen(self._url("/metrics"), timeout=30) as r:
+        with _OPENER.open(self._url("/metrics"), timeout=30) as r:
             return r.read().decode()
 
     def stop(self, grace_s: float = 30) -> int | None:
