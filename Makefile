@@ -4,6 +4,8 @@
 # Both build what they need: a venv with vLLM 0.27.1 (cached outside the
 # clone, keyed on tests/requirements.txt), then the sdist and wheel, checked,
 # then the built wheel installed into that venv (never the source tree).
+# Each build step prints one line; its output goes to a log under
+# .build-logs/, printed (its end) and named only when the step fails.
 
 PYTHON ?= python3
 CACHE ?= $(HOME)/.cache/dspark-attn-plugin
@@ -12,34 +14,44 @@ KEY := $(shell $(PYTHON) -c "import hashlib,sys; print(hashlib.sha256(open('$(RE
 VENV ?= $(CACHE)/venv-$(KEY)
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
+LOGS := .build-logs
 export DSPARK_ATTN_PLUGIN_CACHE := $(CACHE)
+
+# $(call quietly,NAME,WHAT,COMMANDS): run COMMANDS with their output in
+# $(LOGS)/NAME.log; say WHAT on one line; on failure show the log's end.
+define quietly
+	@mkdir -p $(LOGS); printf '%s ... ' "$(2)"; \
+	if ( $(3) ) > $(LOGS)/$(1).log 2>&1; then echo done; \
+	else rc=$$?; echo FAILED; tail -n 30 $(LOGS)/$(1).log >&2; \
+	echo "$(2) failed (exit $$rc); full log: $(CURDIR)/$(LOGS)/$(1).log" >&2; exit $$rc; fi
+endef
 
 .PHONY: venv dist install test verify bench clean
 
 # No prerequisite: the venv's name already carries a hash of the requirements
 # (a fresh clone's new file times must not force a rebuild).
 $(VENV)/.ready:
-	rm -rf "$(VENV)"
-	$(PYTHON) -m venv "$(VENV)"
-	$(BIN)/python -m pip install -q --disable-pip-version-check -r $(REQUIREMENTS)
-	@# PyPI's builds of these need a CUDA torch and break `import vllm` on a CPU.
-	$(BIN)/python -m pip uninstall -q -y torchvision torchaudio torchcodec
-	touch "$@"
+	$(call quietly,venv,Building the test venv in $(VENV) (first time: ~3 min and ~5.4 GB),\
+	rm -rf "$(VENV)" && $(PYTHON) -m venv "$(VENV)" && \
+	$(BIN)/python -m pip install --disable-pip-version-check -r $(REQUIREMENTS) && \
+	$(BIN)/python -m pip uninstall -y torchvision torchaudio torchcodec)
+	@# (PyPI's torchvision/torchaudio/torchcodec need a CUDA torch and break `import vllm` on a CPU.)
+	@touch "$@"
 
 venv: $(VENV)/.ready
 
 dist: venv
-	rm -rf dist build
-	$(BIN)/python -m build --outdir dist .
-	$(BIN)/twine check --strict dist/*
-	$(BIN)/python .ci/check_wheel.py dist/*.whl
+	$(call quietly,dist,Building and checking the sdist and wheel,\
+	rm -rf dist build && $(BIN)/python -m build --no-isolation --outdir dist . && \
+	$(BIN)/twine check --strict dist/* && $(BIN)/python .ci/check_wheel.py dist/*.whl)
 
 install: dist
-	$(BIN)/python -m pip install -q --disable-pip-version-check --force-reinstall --no-deps dist/*.whl
+	$(call quietly,install,Installing the built wheel into the venv,\
+	$(BIN)/python -m pip install --disable-pip-version-check --force-reinstall --no-deps dist/*.whl)
 
 # pytest exits 5 when it collected no test: that is a failure here.
 test: install
-	$(BIN)/python -m pytest --forked $(PYTEST_ARGS) tests; rc=$$?; \
+	@$(BIN)/python -m pytest --forked $(PYTEST_ARGS) tests; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest ran no test: failing" >&2; exit 1; fi; exit $$rc
 
 verify: install
@@ -49,4 +61,4 @@ bench: install
 	$(BIN)/python benchmarks/bench_plugin.py $(BENCH_ARGS)
 
 clean:
-	rm -rf dist build src/*.egg-info
+	rm -rf dist build src/*.egg-info $(LOGS)

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -128,6 +129,12 @@ def test_verify_shows_stock_failure_and_fixed_pass():
     proc = cli("verify")
     out = proc.stdout
     assert proc.returncode == 0, out + proc.stderr
+    # No GPU on this machine: one line says vLLM's _C / Triton noise is expected,
+    # before vLLM prints it.
+    lines = out.splitlines()
+    note = next(i for i, l in enumerate(lines) if l.startswith("No GPU here:"))
+    assert "vllm._C" in lines[note] and "Triton" in lines[note]
+    assert "dspark-attn-plugin verify" not in proc.stderr
     stock = next(l for l in out.splitlines() if "stock vLLM" in l)
     assert "FAILS" in stock and "topk_indices_buffer" in stock
     fixed = next(l for l in out.splitlines() if "with the plugin, SWA-only" in l)
@@ -136,3 +143,31 @@ def test_verify_shows_stock_failure_and_fixed_pass():
     assert "122,191,872 B" in sparse
     assert "FlashMLA sparse kernels: not available here" in out
     assert out.rstrip().splitlines()[-1].startswith("PASS")
+
+
+def test_verify_without_deepseek_v4_reports_on_stderr_and_exits_2(tmp_path):
+    # A vLLM package that has no DeepSeek-V4 FlashMLA module.
+    (tmp_path / "vllm").mkdir()
+    (tmp_path / "vllm" / "__init__.py").write_text("")
+    proc = cli("verify", PYTHONPATH=str(tmp_path))
+    assert proc.returncode == 2
+    assert "cannot import vllm.models.deepseek_v4.nvidia.flashmla" in proc.stderr
+    assert "cannot import" not in proc.stdout
+    assert "Traceback" not in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("command", ["status", "verify"])
+def test_help_lists_the_exit_codes(command):
+    proc = cli(command, "--help")
+    text = " ".join(proc.stdout.split())
+    assert proc.returncode == 0
+    assert "Exit status: 0" in text and " 1 " in text and " 2 " in text
+
+
+def test_readme_lists_verify_exit_codes():
+    from dspark_attn_plugin.verify import EXIT_CODES_HELP
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    for code, meaning in ((0, "passes with the plugin"), (1, "still fails"), (2, "could not run")):
+        assert f"{code} " in EXIT_CODES_HELP and meaning in EXIT_CODES_HELP
+        assert meaning in readme, f"README lacks verify's exit code {code} ({meaning})"

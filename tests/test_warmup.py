@@ -223,3 +223,44 @@ def test_uninstrument_restores_the_original_function(
     assert layer_cls.__dict__["forward_mqa"] is not stock_forward_mqa
     uninstrument()
     assert layer_cls.__dict__["forward_mqa"] is stock_forward_mqa
+
+
+# --- the log line that says the fix mattered --------------------------------
+
+
+def _info_rescued(caplog):
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "vllm.dspark_attn_plugin"
+        and r.levelname == "INFO"
+        and "warmed up without topk_indices_buffer" in r.getMessage()
+    ]
+
+
+def test_first_swa_only_warmup_without_buffer_says_so_once_per_process(
+    layer_cls, load_plugins, cpu_workspace, caplog
+):
+    load_plugins()
+    caplog.set_level("INFO", logger="vllm.dspark_attn_plugin")
+    # Layers that stock vLLM warms up fine say nothing.
+    warmup(layer_cls, synthetic.SWA_ONLY_WITH_BUFFER)
+    warmup(layer_cls, synthetic.SPARSE_C4)
+    assert _info_rescued(caplog) == []
+    warmup(layer_cls, synthetic.SWA_ONLY_NO_BUFFER, prefix="model.layers.43.attn")
+    warmup(layer_cls, synthetic.SWA_ONLY_NO_BUFFER, prefix="model.layers.44.attn")
+    assert _info_rescued(caplog) == [
+        "dspark-attn-plugin: model.layers.43.attn warmed up without "
+        "topk_indices_buffer; stock vLLM would have stopped here "
+        "(vllm-project/vllm#50615)"
+    ]
+
+
+def test_steady_path_never_logs_the_rescue(layer_cls, load_plugins, caplog):
+    load_plugins()
+    caplog.set_level("DEBUG", logger="vllm.dspark_attn_plugin")
+    layer = synthetic.make_layer(layer_cls, synthetic.SWA_ONLY_NO_BUFFER)
+    q, kv, positions, output = synthetic.qkv()
+    with synthetic.idle_step_context([layer]):
+        layer.forward_mqa(q, kv, positions, output)
+    assert _info_rescued(caplog) == []

@@ -187,14 +187,15 @@ def server_env(case_standin: bool, plugin: bool, plugin_off: bool, layout: Layou
 
 def run_case(case: Case, layout: Layout, settings: Settings, assertion_line: int) -> dict:
     log_path = layout.logs / f"{case.name}.log"
+    port = free_port()
     command = serve_command(
-        layout.model, free_port(), speculative=DSPARK,
+        layout.model, port, speculative=DSPARK,
         max_model_len=settings.max_model_len,
         gpu_memory_utilization=settings.gpu_memory_utilization,
     )
     env = server_env(case.standin, case.plugin, case.plugin_off, layout)
     result: dict = {"about": case.about, "expect": case.expect, "log": str(log_path)}
-    with Server(command, env, log_path) as server:
+    with Server(command, env, log_path, port) as server:
         start_s = server.wait_healthy(settings.start_timeout_s)
         result["healthy"] = start_s is not None
         result["start_s"] = round(start_s, 1) if start_s is not None else None
@@ -312,14 +313,15 @@ def run_cost(layout: Layout, settings: Settings, save=lambda result: None) -> di
 
 def _cost_server(side: str, round_no: int, prompts: list[str], layout: Layout,
                  settings: Settings, result: dict) -> None:
+    port = free_port()
     command = serve_command(
-        layout.model, free_port(), speculative=None,
+        layout.model, port, speculative=None,
         max_model_len=settings.max_model_len,
         gpu_memory_utilization=settings.gpu_memory_utilization,
     )
     env = server_env(True, side == "plugin", False, layout)
     log_path = layout.logs / f"cost-{side}-{round_no}.log"
-    with Server(command, env, log_path) as server:
+    with Server(command, env, log_path, port) as server:
         start_s = server.wait_healthy(settings.start_timeout_s)
         if start_s is None:
             result["problems"].append(

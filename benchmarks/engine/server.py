@@ -52,11 +52,10 @@ def serve_command(model_dir: Path, port: int, *, speculative: dict | None,
 
 
 class Server:
-    """A ``vllm serve`` process group with its log in ``log_path``."""
+    """A server process group listening on ``port``, its log in ``log_path``."""
 
-    def __init__(self, command: list[str], env: dict[str, str], log_path: Path):
-        self.command, self.env, self.log_path = command, env, Path(log_path)
-        self.port = int(command[command.index("--port") + 1])
+    def __init__(self, command: list[str], env: dict[str, str], log_path: Path, port: int):
+        self.command, self.env, self.log_path, self.port = command, env, Path(log_path), port
         self.proc: subprocess.Popen | None = None
         self.started_at = 0.0
         self.last_health_error: str | None = None

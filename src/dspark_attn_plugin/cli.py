@@ -7,6 +7,7 @@ import json
 import sys
 
 from dspark_attn_plugin import __version__
+from dspark_attn_plugin.verify import EXIT_CODES_HELP as VERIFY_EXIT_CODES
 
 EXIT_USAGE = 2
 
@@ -22,13 +23,17 @@ def _parser() -> argparse.ArgumentParser:
     status = sub.add_parser(
         "status",
         help="is the installed vLLM affected, and protected? (reads it without importing it)",
-        description="Exit status: 0 safe, 1 affected and unprotected, 2 unknown layout or error.",
+        description="Exit status: 0 safe (or no vLLM installed: nothing to protect), "
+        "1 affected and unprotected, 2 cannot be judged (unknown layout, a vLLM "
+        "installed without its source, or an error reading it).",
     )
     status.add_argument("--json", action="store_true", help="print one JSON object")
     sub.add_parser(
         "verify",
         help="run the stock and the fixed warmup of a synthetic SWA-only layer",
-        description="Exit status: 0 when the warmup passes with the plugin.",
+        description="Builds a synthetic SWA-only DeepSeek-V4 layer without a top-k "
+        "buffer, runs vLLM's own warmup on it, then the fixed one. "
+        + VERIFY_EXIT_CODES,
     )
     return parser
 

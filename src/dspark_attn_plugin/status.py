@@ -38,7 +38,8 @@ class Status:
     load_reason: str
     plugin_enabled: bool
     enabled_reason: str
-    protected: bool
+    # None where there is nothing to protect (no vLLM installed).
+    protected: bool | None
     advice: str
     exit_code: int
 
@@ -115,24 +116,22 @@ def collect(environ=os.environ) -> Status:
         flashmla_path = os.path.join(
             os.path.dirname(package_dir), FLASHMLA_PATH
         )
-        if not os.path.exists(flashmla_path):
-            verdict, reason = Verdict.ABSENT, "this vLLM has no DeepSeek-V4 FlashMLA module"
-        else:
-            try:
-                with open(flashmla_path, encoding="utf-8") as f:
-                    source = f.read()
-            except (OSError, UnicodeDecodeError) as exc:
-                raise StatusError(f"cannot read {flashmla_path}: {exc}") from exc
-            result = classify_source(source)
-            verdict, reason = result.verdict, result.reason
+        verdict, reason = _classify_file(package_dir, flashmla_path)
 
     active = will_load and enabled
     protected = verdict.safe or (verdict is Verdict.AFFECTED and active)
-    if verdict is Verdict.UNKNOWN:
+    if package_dir is None:
+        protected = None
+        code = EXIT_SAFE
+        advice = (
+            "No vLLM is installed for this Python: there is nothing to protect. "
+            "Run this with the Python that runs vLLM."
+        )
+    elif verdict is Verdict.UNKNOWN:
         code = EXIT_ERROR
         advice = (
-            "Unrecognised forward_mqa layout: the plugin will leave it alone. "
-            "Run `dspark-attn-plugin verify` on this build before rolling out."
+            "This vLLM cannot be judged from its files: the plugin will leave it "
+            "alone. Run `dspark-attn-plugin verify` on this build before rolling out."
         )
     elif verdict is Verdict.AFFECTED and not active:
         code = EXIT_UNPROTECTED
@@ -167,9 +166,67 @@ def collect(environ=os.environ) -> Status:
     )
 
 
+def _classify_file(package_dir: str, flashmla_path: str) -> tuple[Verdict, str]:
+    """Verdict for the installed flashmla module, read as text.
+
+    A module present only as byte-code (or a package that cannot be listed)
+    cannot be judged: ``unknown``, never ``absent``, so that an install the
+    plugin cannot read is not called safe.
+    """
+    if not os.path.exists(flashmla_path):
+        try:
+            compiled = _compiled_forms(flashmla_path)
+        except OSError as exc:
+            return Verdict.UNKNOWN, f"cannot read {package_dir}: {exc}"
+        if compiled:
+            return Verdict.UNKNOWN, (
+                f"{FLASHMLA_PATH} is installed without its source (only "
+                f"{os.path.basename(compiled[0])}): the plugin cannot read or patch it"
+            )
+        if not os.access(package_dir, os.R_OK | os.X_OK):
+            return Verdict.UNKNOWN, f"cannot read {package_dir}"
+        return Verdict.ABSENT, "this vLLM has no DeepSeek-V4 FlashMLA module"
+    try:
+        with open(flashmla_path, encoding="utf-8") as f:
+            source = f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StatusError(f"cannot read {flashmla_path}: {exc}") from exc
+    result = classify_source(source)
+    return result.verdict, result.reason
+
+
+def _compiled_forms(source_path: str) -> list[str]:
+    """Files that can stand for ``source_path`` without it: a sourceless
+    ``.pyc`` beside it, cached byte-code, or an extension module."""
+    folder, name = os.path.split(source_path)
+    stem = name[: -len(".py")]
+    if not os.path.isdir(folder):
+        return []
+    found = [
+        os.path.join(folder, entry)
+        for entry in os.listdir(folder)
+        if entry == stem + ".pyc"
+        or (entry.startswith(stem + ".") and entry.endswith((".so", ".pyd")))
+    ]
+    cache = os.path.join(folder, "__pycache__")
+    if os.path.isdir(cache):
+        found += [
+            os.path.join(cache, entry)
+            for entry in os.listdir(cache)
+            if entry.startswith(stem + ".") and entry.endswith(".pyc")
+        ]
+    return sorted(found)
+
+
 def render(status: Status) -> str:
     def yes(flag: bool) -> str:
         return "yes" if flag else "no"
+
+    protected = (
+        "n/a  (no vLLM installed: nothing to protect)"
+        if status.protected is None
+        else yes(status.protected)
+    )
 
     rows = [
         ("vLLM", f"{status.vllm_version or 'not installed'}"
@@ -177,7 +234,7 @@ def render(status: Status) -> str:
         ("verdict", f"{status.verdict}  ({status.reason})"),
         ("plugin loads", f"{yes(status.plugin_will_load)}  ({status.load_reason})"),
         ("plugin enabled", f"{yes(status.plugin_enabled)}  ({status.enabled_reason})"),
-        ("protected", yes(status.protected)),
+        ("protected", protected),
     ]
     width = max(len(k) for k, _ in rows)
     lines = [f"{k:<{width}}  {v}" for k, v in rows]

@@ -6,18 +6,40 @@ the warmup with the plugin's fix, and reports the workspace each reserves.
 Where an accelerator is available the reservation is real, through vLLM's
 ``WorkspaceManager`` on that device; on a CPU-only machine no workspace
 manager can allocate, so the figure is what the fix asks vLLM for.
+
+Exit status: 0 the warmup passes with the plugin; 1 it still fails with the
+plugin; 2 the proof could not run (no DeepSeek-V4 FlashMLA layer in this vLLM,
+or vLLM does not import). The report goes to standard output, errors and the
+FAIL line to standard error.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+import sys
 import traceback
 from collections.abc import Callable
 
 from dspark_attn_plugin.target import FLASHMLA_MODULE
 
 EXIT_PASS, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
+
+EXIT_CODES_HELP = (
+    "Exit status: 0 the warmup passes with the plugin; 1 it still fails with the "
+    "plugin; 2 the proof could not run (no DeepSeek-V4 FlashMLA layer in this "
+    "vLLM, or vLLM does not import). Errors go to standard error."
+)
+
+NO_GPU_NOTE = (
+    "No GPU here: vLLM's 'Failed to import from vllm._C' and 'Triton is installed "
+    "but 0 active driver(s) found' messages below are expected; the proof runs "
+    "without them."
+)
+
+
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def _describe_failure(exc: BaseException) -> str:
@@ -59,14 +81,21 @@ class _Workspace:
         return None if self.device is None else held_bytes()
 
 
-def run(emit: Callable[[str], None] = print) -> int:
-    """Run the proof, writing lines through ``emit``; return the exit code."""
+def run(
+    emit: Callable[[str], None] = print, error: Callable[[str], None] = _to_stderr
+) -> int:
+    """Run the proof, writing the report through ``emit`` and errors through
+    ``error``; return the exit code."""
     emit("Loading vLLM's DeepSeek-V4 FlashMLA attention (a few seconds) ...")
+    import torch
+
+    if not torch.accelerator.is_available():
+        emit(NO_GPU_NOTE)
     try:
         module = importlib.import_module(FLASHMLA_MODULE)
     except ImportError as exc:
-        emit(f"cannot import {FLASHMLA_MODULE}: {exc}")
-        emit("This vLLM has no DeepSeek-V4 FlashMLA layer, or does not import here.")
+        error(f"dspark-attn-plugin verify: cannot import {FLASHMLA_MODULE}: {exc}")
+        error("This vLLM has no DeepSeek-V4 FlashMLA layer, or does not import here.")
         return EXIT_ERROR
 
     import vllm
@@ -76,7 +105,10 @@ def run(emit: Callable[[str], None] = print) -> int:
 
     cls = getattr(module, "DeepseekV4FlashMLAAttention", None)
     if cls is None:
-        emit(f"{FLASHMLA_MODULE} has no DeepseekV4FlashMLAAttention: nothing to verify.")
+        error(
+            f"dspark-attn-plugin verify: {FLASHMLA_MODULE} has no "
+            "DeepseekV4FlashMLAAttention: nothing to verify."
+        )
         return EXIT_ERROR
     if patch.is_patched(module):  # loaded through vLLM's plugins already
         instrumentation.uninstrument()
@@ -137,7 +169,7 @@ def run(emit: Callable[[str], None] = print) -> int:
     if ok:
         emit("PASS: DeepSeek-V4 with an SWA-only drafter gets through profile_run warmup.")
         return EXIT_PASS
-    emit("FAIL: the warmup still fails with the plugin; see above.")
+    error("FAIL: the warmup still fails with the plugin; see above.")
     return EXIT_FAIL
 
 

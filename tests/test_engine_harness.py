@@ -1,0 +1,347 @@
+"""benchmarks/engine_e2e.py, the parts that run without a GPU: the stand-in
+on real vLLM sources, the checkpoint through vLLM's own config class, the
+harness's HTTP client, log and metrics reading, arguments and the report."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import vllm_releases
+from conftest import run_python
+from dspark_attn_plugin.warmup_shape import Verdict, classify_source, find_warmup_branch
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "benchmarks" / "engine_e2e.py"
+RESULTS = REPO / "benchmarks" / "results" / "engine-e2e-2026-11-30"
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from engine import harness, logscan  # noqa: E402
+from engine.checkpoint import tiny_config, write_checkpoint  # noqa: E402
+from engine.server import Server, free_port  # noqa: E402
+from engine.standin import ASSERTION, insert_assertion, make_standin  # noqa: E402
+
+
+def _wheel() -> Path:
+    wheels = sorted((REPO / "dist").glob("dspark_attn_plugin-*.whl"))
+    assert wheels, "make test builds dist/ first"
+    return wheels[-1]
+
+
+# --- the affected stand-in ----------------------------------------------------
+
+
+def _first_statement_of_warmup(source: str) -> str:
+    import ast
+
+    tree = ast.parse(source)
+    cls = next(n for n in tree.body if getattr(n, "name", "") == "DeepseekV4FlashMLAAttention")
+    method = next(n for n in cls.body if getattr(n, "name", "") == "forward_mqa")
+    return ast.unparse(find_warmup_branch(method).body[0])
+
+
+def test_standin_on_installed_0_27_1_puts_the_assertion_first(flashmla):
+    source = Path(flashmla.__file__).read_text(encoding="utf-8")
+    assert classify_source(source).verdict is Verdict.AFFECTED
+    assert _first_statement_of_warmup(source) != ASSERTION
+
+    result = insert_assertion(source)
+    assert result.inserted
+    assert _first_statement_of_warmup(result.source) == ASSERTION
+    assert result.source.splitlines()[result.line - 1].strip() == ASSERTION
+    assert classify_source(result.source).verdict is Verdict.AFFECTED
+    # One line added, nothing else changed; a second pass changes nothing.
+    assert result.source.splitlines()[: result.line - 1] == source.splitlines()[: result.line - 1]
+    assert result.source.splitlines()[result.line:] == source.splitlines()[result.line - 1:]
+    again = insert_assertion(result.source)
+    assert (again.inserted, again.source, again.line) == (False, result.source, result.line)
+
+
+@pytest.mark.network
+def test_standin_makes_released_0_26_0_affected_and_the_plugin_patches_it(tmp_path):
+    wheel = vllm_releases.wheel("0.26.0")
+    assert classify_source(vllm_releases.flashmla_source(wheel)).verdict is Verdict.NOT_AFFECTED
+    installed = vllm_releases.install_target(wheel, tmp_path / "site")
+    info = make_standin(installed / "vllm", tmp_path / "standin")
+    standin_source = Path(info["flashmla"]).read_text(encoding="utf-8")
+    assert classify_source(standin_source).verdict is Verdict.AFFECTED
+    assert info["metadata"] == ["vllm-0.26.0.dist-info"]
+    # The installed release itself is untouched.
+    assert classify_source(
+        (installed / "vllm/models/deepseek_v4/nvidia/flashmla.py").read_text()
+    ).verdict is Verdict.NOT_AFFECTED
+
+    probe = """
+        import json, sys, torch
+        torch.accelerator.empty_cache = lambda: None   # test stub: no accelerator
+        import vllm, vllm.plugins
+        vllm.plugins.load_general_plugins()
+        from vllm.models.deepseek_v4.nvidia import flashmla
+        from vllm.v1.worker import workspace
+        from dspark_attn_plugin import synthetic
+        workspace.init_workspace_manager(torch.device("cpu"))
+        layer = synthetic.make_layer(flashmla.DeepseekV4FlashMLAAttention, synthetic.SWA_ONLY_NO_BUFFER)
+        q, kv, positions, output = synthetic.qkv()
+        try:
+            with synthetic.warmup_context():
+                layer.forward_mqa(q, kv, positions, output)
+            failed = None
+        except AssertionError as exc:
+            import traceback
+            failed = traceback.extract_tb(exc.__traceback__)[-1].lineno
+        print(json.dumps({"version": vllm.__version__, "file": flashmla.__file__,
+                          "patched": hasattr(flashmla.DeepseekV4FlashMLAAttention.forward_mqa,
+                                             "__dspark_attn_plugin_stock__"),
+                          "failed_at": failed}))
+    """
+    env = {"PYTHONPATH": info["path"]}
+    plugin = json.loads(run_python(probe, env=env).stdout.strip().splitlines()[-1])
+    assert plugin == {"version": "0.26.0", "file": info["flashmla"], "patched": True,
+                      "failed_at": None}
+    stock = json.loads(
+        run_python(probe, env={**env, "DSPARK_ATTN_PLUGIN": "off"}).stdout.strip().splitlines()[-1]
+    )
+    assert (stock["patched"], stock["failed_at"]) == (False, info["assertion_line"])
+
+
+# --- the checkpoint -------------------------------------------------------------
+
+
+def test_checkpoint_loads_through_vllms_config_and_an_offline_tokenizer(tmp_path):
+    folder = write_checkpoint(tmp_path / "model")
+    proc = run_python(
+        f"""
+        import json
+        from transformers import AutoTokenizer
+        from vllm.transformers_utils.config import get_config
+        from vllm.transformers_utils.configs.deepseek_v4 import DeepseekV4Config
+        config = get_config({str(folder)!r}, trust_remote_code=False)
+        tok = AutoTokenizer.from_pretrained({str(folder)!r})
+        ids = tok("DeepSeek-V4 with a DSpark drafter")["input_ids"]
+        print(json.dumps({{
+            "config_class": type(config).__name__,
+            "is_vllm_class": isinstance(config, DeepseekV4Config),
+            "compress_ratios": config.compress_ratios,
+            "vocab": len(tok),
+            "specials": [tok.bos_token_id, tok.eos_token_id, tok.pad_token_id,
+                         tok.convert_tokens_to_ids("<|dspark_noise|>")],
+            "round_trip": tok.decode(ids),
+            "every_id_decodes": all(tok.convert_ids_to_tokens(i) is not None for i in range(len(tok))),
+        }}))
+        """,
+        env={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
+    )
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    config = tiny_config()
+    assert report["config_class"] == "DeepseekV4Config" and report["is_vllm_class"]
+    assert report["compress_ratios"] == config["compress_ratios"]
+    assert report["vocab"] == config["vocab_size"]
+    assert report["specials"] == [0, 1, 2, config["dspark_noise_token_id"]]
+    assert report["round_trip"] == "DeepSeek-V4 with a DSpark drafter"
+    assert report["every_id_decodes"]
+
+
+# --- the harness's own pieces ------------------------------------------------------
+
+
+def test_server_reaches_loopback_health_despite_a_proxy_and_stops_its_group(tmp_path):
+    (tmp_path / "health").write_text("ok")
+    port = free_port()
+    env = {**os.environ, "http_proxy": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9"}
+    command = [sys.executable, "-m", "http.server", "--bind", "127.0.0.1",
+               "--directory", str(tmp_path), str(port)]
+    with Server(command, env, tmp_path / "server.log", port) as server:
+        assert server.wait_healthy(30) is not None, server.last_health_error
+        pgid = server.proc.pid
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pgid, 0)
+
+
+def test_crash_is_read_from_a_real_vllm_serve_log():
+    crash = logscan.find_assertion_crash(
+        (RESULTS / "run-A-standin-stock.log").read_text(encoding="utf-8")
+    )
+    assert crash is not None
+    assert crash.file.endswith("/standin/vllm/models/deepseek_v4/nvidia/flashmla.py")
+    assert crash.statement == ASSERTION
+    assert crash.line == 90 and crash.process == "EngineCore"
+    assert crash.under_profile_run
+    assert crash.functions[-3:] == ["wrapper", "attention_impl", "forward_mqa"]
+
+
+def test_plugin_lines_name_their_process_in_a_real_log():
+    lines = logscan.lines_with(
+        (RESULTS / "run-0-standin-plugin.log").read_text(encoding="utf-8"), "dspark-attn-plugin"
+    )
+    patched = {l["process"] for l in lines if harness.PATCHED in l["line"]}
+    assert patched == {"APIServer", "EngineCore"}
+    rescued = [l for l in lines if harness.RESCUED in l["line"]]
+    assert [l["process"] for l in rescued] == ["EngineCore"]
+    assert "model.layers.4.attn" in rescued[0]["line"]
+
+
+def test_spec_decode_counters_sum_labels_and_skip_created():
+    page = "\n".join([
+        "# HELP vllm:spec_decode_num_drafts_total Number of spec decoding drafts.",
+        "# TYPE vllm:spec_decode_num_drafts_total counter",
+        'vllm:spec_decode_num_drafts_total{engine="0",model_name="tiny-dsv4"} 95.0',
+        'vllm:spec_decode_num_drafts_created{engine="0",model_name="tiny-dsv4"} 1.7e9',
+        'vllm:spec_decode_num_draft_tokens_total{engine="0",model_name="tiny-dsv4"} 475.0',
+        'vllm:spec_decode_num_accepted_tokens_total{engine="0",model_name="tiny-dsv4"} 40.0',
+        'vllm:spec_decode_num_accepted_tokens_total{engine="1",model_name="tiny-dsv4"} 24.0',
+        'vllm:spec_decode_num_accepted_tokens_per_pos_total{position="0"} 30.0',
+    ])
+    assert logscan.spec_decode_counters(page) == {
+        "num_drafts": 95.0, "num_draft_tokens": 475.0, "num_accepted_tokens": 64.0,
+    }
+    assert logscan.spec_decode_counters("") == {}
+
+
+def test_case_checks_accept_the_measured_crash_and_reject_a_served_crash_case():
+    run = json.loads((RESULTS / "run-A.json").read_text(encoding="utf-8"))
+    measured = run["cases"]["standin-stock"]
+    layout = harness.Layout(Path(run["standin"]["path"]).parent)
+    case = harness.CASES["standin-stock"]
+    assert harness.check_case(case, measured, layout, run["standin"]["assertion_line"]) == []
+    assert harness.check_case(case, measured, layout, run["standin"]["assertion_line"] + 1)
+    served = {**measured, "healthy": True, "assertion": None}
+    problems = harness.check_case(case, served, layout, run["standin"]["assertion_line"])
+    assert any("healthy" in p for p in problems) and any("no AssertionError" in p for p in problems)
+
+
+def test_serve_case_needs_drafts_accepted_and_the_engine_core_line():
+    case = harness.CASES["standin-plugin"]
+    good = {
+        "healthy": True, "requests_sent": 5, "requests_answered": 5,
+        "spec_decode": {"num_drafts": 95.0, "num_accepted_tokens": 64.0},
+        "plugin_lines": [
+            {"process": "EngineCore", "line": f"INFO {harness.PATCHED} ..."},
+            {"process": "EngineCore", "line": f"INFO model.layers.4.attn {harness.RESCUED}"},
+        ],
+    }
+    layout = harness.Layout(Path("/w"))
+    assert harness.check_case(case, good, layout, 90) == []
+    no_accept = {**good, "spec_decode": {"num_drafts": 95.0, "num_accepted_tokens": 0.0}}
+    assert harness.check_case(case, no_accept, layout, 90) == [
+        "vllm:spec_decode_num_accepted_tokens is 0.0"
+    ]
+    api_only = {**good, "plugin_lines": [{**l, "process": "APIServer"} for l in good["plugin_lines"]]}
+    assert "no 'patched' line from the engine-core process" in harness.check_case(
+        case, api_only, layout, 90
+    )
+
+
+def test_ratio_reports_medians_and_the_spread():
+    r = harness.ratio([99.0, 101.0, 100.0], [100.0, 98.0, 102.0])
+    assert r["ratio"] == 1.0 and r["n"] == [3, 3]
+    assert r["ratio_min"] == round(99 / 102, 4) and r["ratio_max"] == round(101 / 98, 4)
+    assert harness.ratio([], [1.0]) is None
+
+
+# --- the command ---------------------------------------------------------------------
+
+
+def _script(*args, **env):
+    full_env = {**os.environ, **env}
+    full_env.pop("VLLM_PLUGINS", None)
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True,
+                          text=True, timeout=600, env=full_env)
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--cases", "standin-stock,bogus"], "unknown case(s) bogus"),
+        (["--cases", "none"], "nothing to run"),
+        (["--cost-rounds", "0", "--cost"], "must be positive"),
+    ],
+    ids=["unknown-case", "nothing", "zero-rounds"],
+)
+def test_bad_arguments_exit_2(tmp_path, args, says):
+    proc = _script("--plugin-wheel", str(_wheel()), "--work", str(tmp_path / "w"), *args)
+    assert proc.returncode == 2 and says in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_not_a_wheel_and_a_used_work_folder_exit_2(tmp_path):
+    (tmp_path / "used").mkdir()
+    (tmp_path / "used" / "x").write_text("")
+    proc = _script("--plugin-wheel", str(tmp_path / "nope.whl"), "--work", str(tmp_path / "w"))
+    assert proc.returncode == 2 and "not a wheel file" in proc.stderr
+    proc = _script("--plugin-wheel", str(_wheel()), "--work", str(tmp_path / "used"))
+    assert proc.returncode == 2 and "is not empty" in proc.stderr
+
+
+def test_without_a_gpu_it_exits_3_and_says_why(tmp_path):
+    proc = _script("--plugin-wheel", str(_wheel()), "--work", str(tmp_path / "w"))
+    assert proc.returncode == 3
+    assert "cannot run here: no CUDA GPU visible to torch" in proc.stderr
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["exit_code"] == 3 and report["machine"]["gpu"]["cuda"] is False
+    assert not (tmp_path / "w").exists(), "nothing is built when it cannot run"
+
+
+def test_dry_run_builds_everything_and_reports_the_plan(tmp_path):
+    out = tmp_path / "report.json"
+    proc = _script("--plugin-wheel", str(_wheel()), "--work", str(tmp_path / "w"),
+                   "--dry-run", "--cost", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report == json.loads(out.read_text())
+    assert {"tool", "date", "machine", "vllm", "plugin_wheel", "plugin_version", "settings",
+            "speculative_config", "environment_problems", "model", "standin", "plan",
+            "cost", "exit_code"} <= set(report)
+    import dspark_attn_plugin
+
+    assert report["plugin_version"] == dspark_attn_plugin.__version__
+    assert report["vllm"]["version"] == "0.27.1"
+    assert list(report["plan"]) == list(harness.CASES)
+    assert report["speculative_config"] == {"method": "dspark", "num_speculative_tokens": 5}
+    work = tmp_path / "w"
+    assert (work / "model" / "config.json").is_file() and (work / "model" / "tokenizer.json").is_file()
+    assert (work / "plugin" / "dspark_attn_plugin" / "__init__.py").is_file()
+    entry_points = next((work / "harness").glob("*.dist-info")) / "entry_points.txt"
+    assert "[vllm.general_plugins]" in entry_points.read_text()
+    standin = Path(report["standin"]["flashmla"])
+    assert not standin.is_symlink() and (work / "standin" / "vllm" / "__init__.py").is_symlink()
+    assert standin.read_text().splitlines()[report["standin"]["assertion_line"] - 1].strip() == ASSERTION
+
+
+def test_dummy_weights_plugin_finalises_after_vllms_own_dummy_loader():
+    proc = run_python(
+        f"""
+        import sys, torch
+        sys.path.insert(0, {str(REPO / "benchmarks" / "engine")!r})
+        import dummy_weights_plugin
+        from vllm.config import LoadConfig
+        from vllm.model_executor.model_loader.dummy_loader import DummyModelLoader
+
+        class Model(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.inner = torch.nn.Linear(4, 4)
+                self.inner.finalize_mhc_broadcast_weights = self.finalize
+                self.finalized_with = None
+            def finalize(self):
+                self.finalized_with = self.inner.weight.detach().clone()
+
+        dummy_weights_plugin.register()
+        dummy_weights_plugin.register()   # idempotent: one wrapper
+        model = Model()
+        torch.nn.init.zeros_(model.inner.weight)
+        DummyModelLoader(LoadConfig(load_format="dummy")).load_weights(model, None)
+        # Called once, after vLLM's loader filled the weights.
+        assert model.finalized_with is not None
+        assert bool(model.finalized_with.abs().sum() > 0)
+        assert torch.equal(model.finalized_with, model.inner.weight)
+        wrapped = DummyModelLoader.load_weights
+        assert getattr(wrapped, "_dspark_e2e_finalizes_mhc") is True
+        print("OK")
+        """
+    )
+    assert proc.stdout.strip().endswith("OK")

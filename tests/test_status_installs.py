@@ -1,0 +1,117 @@
+"""``status`` on installs it cannot call safe: no vLLM at all, and a vLLM
+installed as byte-code only (a copy of this environment's real vLLM 0.27.1)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import vllm
+
+SITE = Path(vllm.__file__).resolve().parents[1]
+
+
+def _status(python: str, *args, pythonpath: str | None = None):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("VLLM_PLUGINS", "DSPARK_ATTN_PLUGIN", "PYTHONPATH")}
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    return subprocess.run(
+        [python, "-m", "dspark_attn_plugin", "status", *args],
+        env=env, capture_output=True, text=True, timeout=120,
+    )
+
+
+def _venv_with_the_plugin_only(root: Path) -> str:
+    """A new venv holding the plugin's installed files and nothing else."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
+    python = str(root / "bin" / "python")
+    purelib = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()
+    dist = metadata.distribution("dspark-attn-plugin")
+    for file in dist.files:
+        source = Path(dist.locate_file(file))
+        if source.is_file() and ".." not in file.parts:
+            dest = Path(purelib) / file
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, dest)
+    return python
+
+
+def test_without_vllm_status_claims_nothing_to_protect(tmp_path):
+    python = _venv_with_the_plugin_only(tmp_path / "venv")
+    proc = _status(python, "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["vllm_version"] is None and report["vllm_path"] is None
+    assert report["verdict"] == "absent"
+    assert report["protected"] is None
+    assert report["plugin_will_load"] is True  # the plugin itself is installed there
+    assert "nothing to protect" in report["advice"]
+
+    human = _status(python)
+    assert human.returncode == 0
+    row = next(l for l in human.stdout.splitlines() if l.startswith("protected"))
+    assert row.split()[1] == "n/a" and "nothing to protect" in row
+    assert "yes" not in row.split()
+
+
+def _bytecode_only_copy(dest: Path) -> Path:
+    """This environment's vLLM with its ``.py`` removed and its byte-code kept
+    where Python loads it without source (``compileall -b``'s layout)."""
+    tag = sys.implementation.cache_tag
+    for root, _dirs, files in os.walk(SITE / "vllm"):
+        if Path(root).name != "__pycache__":
+            continue
+        rel = Path(root).parent.relative_to(SITE)
+        (dest / rel).mkdir(parents=True, exist_ok=True)
+        for name in files:
+            if name.endswith(f".{tag}.pyc"):
+                shutil.copyfile(Path(root) / name, dest / rel / name.replace(f".{tag}", ""))
+    dist_info = next(SITE.glob("vllm-*.dist-info"))
+    shutil.copytree(dist_info, dest / dist_info.name)
+    return dest
+
+
+def test_bytecode_only_vllm_is_unknown_not_safe(tmp_path):
+    site = _bytecode_only_copy(tmp_path / "site")
+    flashmla = site / "vllm/models/deepseek_v4/nvidia"
+    assert (flashmla / "flashmla.pyc").is_file() and not (flashmla / "flashmla.py").exists()
+    assert not list((site / "vllm").rglob("*.py"))
+    # A real install: Python finds the modules there, byte-code only.
+    where = subprocess.run(
+        [sys.executable, "-c",
+         "import importlib.util as u; print(u.find_spec('vllm').origin)"],
+        env={**os.environ, "PYTHONPATH": str(site)}, capture_output=True, text=True, check=True,
+    ).stdout.strip()
+    assert where == str(site / "vllm" / "__init__.pyc")
+
+    proc = _status(sys.executable, "--json", pythonpath=str(site))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["vllm_version"] == "0.27.1"
+    assert report["vllm_path"] == str(site / "vllm")
+    assert report["verdict"] == "unknown"
+    assert "without its source" in report["reason"]
+    assert report["protected"] is False
+    assert "dspark-attn-plugin verify" in report["advice"]
+
+
+def test_bytecode_in_pycache_alone_is_unknown_too(tmp_path):
+    site = tmp_path / "site"
+    nvidia = site / "vllm/models/deepseek_v4/nvidia"
+    (nvidia / "__pycache__").mkdir(parents=True)
+    shutil.copyfile(SITE / "vllm/__init__.py", site / "vllm/__init__.py")
+    tag = sys.implementation.cache_tag
+    source_cache = SITE / "vllm/models/deepseek_v4/nvidia/__pycache__"
+    shutil.copyfile(source_cache / f"flashmla.{tag}.pyc", nvidia / "__pycache__" / f"flashmla.{tag}.pyc")
+    proc = _status(sys.executable, "--json", pythonpath=str(site))
+    report = json.loads(proc.stdout)
+    assert (proc.returncode, report["verdict"]) == (2, "unknown")
