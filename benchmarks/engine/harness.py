@@ -222,6 +222,7 @@ def _serve_requests(server: Server, settings: Settings) -> dict:
             tokens += reply["usage"]["completion_tokens"]
         except Exception as exc:  # reported, not raised: the case fails
             errors.append(repr(exc))
+    time.sleep(1.0)  # let the last step's stats reach the API server's counters
     try:
         counters = logscan.spec_decode_counters(server.metrics_text())
     except Exception as exc:
@@ -329,13 +330,16 @@ def _cost_server(side: str, round_no: int, prompts: list[str], layout: Layout,
             )
             return
         result[side]["start_s"].append(round(start_s, 2))
-        server.complete(prompts[:1], 8)  # first request: not measured
-        for _ in range(settings.throughput_runs):
-            t0 = time.perf_counter()
-            reply = server.complete(prompts, settings.throughput_max_tokens)
-            elapsed = time.perf_counter() - t0
-            tokens = reply["usage"]["completion_tokens"]
-            result[side]["tokens_per_s"].append(round(tokens / elapsed, 1))
+        try:
+            server.complete(prompts[:1], 8)  # first request: not measured
+            for _ in range(settings.throughput_runs):
+                t0 = time.perf_counter()
+                reply = server.complete(prompts, settings.throughput_max_tokens)
+                elapsed = time.perf_counter() - t0
+                tokens = reply["usage"]["completion_tokens"]
+                result[side]["tokens_per_s"].append(round(tokens / elapsed, 1))
+        except Exception as exc:  # reported, not raised: the other servers still run
+            result["problems"].append(f"{side} round {round_no}: {exc!r} ({log_path})")
 
 
 def ratio(plugin: list[float], stock: list[float]) -> dict | None:

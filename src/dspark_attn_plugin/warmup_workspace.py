@@ -105,7 +105,7 @@ def _note_rescued(layer) -> None:
     """One INFO line per process: the first SWA-only layer without a buffer
     that warmed up here is the run stock vLLM would have stopped."""
     global _said_rescued
-    if _said_rescued or layer.topk_indices_buffer is not None:
+    if _said_rescued or getattr(layer, "topk_indices_buffer", None) is not None:
         return
     _said_rescued = True
     logger.info(
