@@ -18,7 +18,6 @@ from pathlib import Path
 from engine import logscan
 from engine.server import Server, free_port, serve_command
 
-PLUGIN_DIST = "dspark-attn-plugin"
 PLUGIN_ENTRY_POINT = "dspark_attn_plugin"
 HARNESS_MODULE = "dspark_e2e_dummy_weights"
 DSPARK = {"method": "dspark", "num_speculative_tokens": 5}
