@@ -44,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from engine import harness  # noqa: E402
 from engine.checkpoint import write_checkpoint  # noqa: E402
+from engine.standin import FLASHMLA_RELPATH, StandinError, make_standin  # noqa: E402
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CANNOT_RUN = 0, 1, 2, 3
 MIN_CAPABILITY = (9, 0)  # FlashMLA sparse: Hopper and newer
@@ -93,7 +94,7 @@ def environment_problems(vllm: dict, gpu: dict, plugin_installed: bool) -> list[
     problems = []
     if vllm["path"] is None:
         problems.append("no vLLM importable by this Python")
-    elif not (Path(vllm["path"]) / "models/deepseek_v4/nvidia/flashmla.py").is_file():
+    elif not (Path(vllm["path"]) / FLASHMLA_RELPATH).is_file():
         problems.append(f"vLLM {vllm['version']} at {vllm['path']} has no DeepSeek-V4 FlashMLA module")
     if not gpu.get("cuda"):
         problems.append("no CUDA GPU visible to torch: this needs a Hopper or Blackwell GPU")
@@ -151,9 +152,12 @@ def main(argv: list[str] | None = None) -> int:
     report["model"] = str(layout.model)
     if vllm["path"] is None:
         return _finish(report, args, EXIT_OK if args.dry_run else EXIT_CANNOT_RUN)
-    from engine.standin import make_standin
-
-    report["standin"] = standin = make_standin(Path(vllm["path"]), layout.standin)
+    try:
+        report["standin"] = standin = make_standin(Path(vllm["path"]), layout.standin)
+    except StandinError as exc:
+        progress(f"cannot run here: {exc}")
+        problems.append(str(exc))
+        return _finish(report, args, EXIT_OK if args.dry_run else EXIT_CANNOT_RUN)
     if args.dry_run:
         report["plan"] = {name: vars(harness.CASES[name]) for name in args.case_names}
         report["cost"] = "planned" if args.cost else None

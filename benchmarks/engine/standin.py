@@ -77,11 +77,6 @@ def insert_assertion(source: str) -> Insertion:
     return Insertion("".join(lines), first.lineno, inserted=True)
 
 
-def package_dir(vllm_spec_origin: str | os.PathLike) -> Path:
-    """The ``vllm`` package folder, from ``vllm/__init__.py``'s path."""
-    return Path(vllm_spec_origin).parent
-
-
 def make_standin(vllm_dir: Path, dest: Path) -> dict:
     """Build the stand-in under ``dest`` (``dest/vllm``, and the
     distribution's metadata beside it when found) from the installed vLLM
