@@ -25,9 +25,11 @@ Logs stay under ``WORK/logs``.
 
 Exit status: 0 every case as expected; 1 a case was not; 2 bad arguments;
 3 this machine cannot run it (no suitable GPU, no vLLM with DeepSeek-V4, or
-the plugin already installed where the harness runs). ``--dry-run`` builds
-everything and reports the plan and the environment without starting a
-server, and exits 0.
+the plugin already installed where the harness runs); 128 + N stopped by
+signal N (SIGTERM: 143, SIGINT: 130): the running server is stopped and the
+JSON keeps what was measured, with ``stopped`` saying when. ``--dry-run``
+builds everything and reports the plan and the environment without starting
+a server, and exits 0.
 """
 
 from __future__ import annotations
@@ -55,7 +57,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         prog="engine_e2e.py",
         description="vllm serve DeepSeek-V4 + DSpark without and with dspark-attn-plugin.",
         epilog="Exit status: 0 as expected, 1 a case was not, 2 bad arguments, "
-        "3 cannot run on this machine.",
+        "3 cannot run on this machine, 128+N stopped by signal N (the JSON keeps "
+        "what was measured).",
     )
     parser.add_argument("--plugin-wheel", type=Path, required=True,
                         help="the plugin's wheel (python -m build)")
@@ -111,14 +114,22 @@ def progress(message: str) -> None:
     print(f"[engine_e2e] {message}", file=sys.stderr, flush=True)
 
 
-def _exit_on_sigterm(signum, frame) -> None:
-    # SystemExit unwinds through ``with Server``: the running server stops.
-    sys.exit(128 + signum)
+class Stopped(BaseException):
+    """A stop signal arrived. A BaseException, so that the harness's
+    ``except Exception`` around requests does not swallow it; it unwinds
+    through ``with Server``, which stops the running server."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise_stopped(signum, frame) -> None:
+    raise Stopped(signum)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     settings = harness.Settings(
         start_timeout_s=args.start_timeout, cost_rounds=args.cost_rounds,
         throughput_runs=args.throughput_runs,
@@ -164,19 +175,35 @@ def main(argv: list[str] | None = None) -> int:
         return _finish(report, args, EXIT_OK)
 
     report["cases"], report["cost"] = {}, None
-    for name in args.case_names:
-        progress(f"case {name}: {harness.CASES[name].about}")
-        result = harness.run_case(harness.CASES[name], layout, settings, standin["assertion_line"])
-        report["cases"][name] = result
-        progress(f"case {name}: {'as expected' if result['ok'] else result['problems']}")
-        _write(report, args.out)  # what is done survives a stop
-    if args.cost:
-        progress(f"cost: {settings.cost_rounds} rounds of stock and plugin, no speculative decoding")
-        def save(cost: dict) -> None:
-            report["cost"] = cost
-            _write(report, args.out)
+    running = "the start of the run"
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, _raise_stopped)
+    try:
+        for name in args.case_names:
+            running = f"case {name}"
+            progress(f"case {name}: {harness.CASES[name].about}")
+            result = harness.run_case(harness.CASES[name], layout, settings,
+                                      standin["assertion_line"])
+            report["cases"][name] = result
+            progress(f"case {name}: {'as expected' if result['ok'] else result['problems']}")
+            _write(report, args.out)  # what is done survives a stop
+        if args.cost:
+            running = "cost"
+            progress(f"cost: {settings.cost_rounds} rounds of stock and plugin, "
+                     "no speculative decoding")
 
-        report["cost"] = harness.run_cost(layout, settings, save)
+            def save(cost: dict) -> None:
+                report["cost"] = cost
+                _write(report, args.out)
+
+            harness.run_cost(layout, settings, save)
+    except Stopped as stop:
+        progress(f"stopped by {stop} during {running}; the report keeps what was measured")
+        report["stopped"] = {"signal": str(stop), "during": running}
+        if report["cost"]:
+            harness.summarize_cost(report["cost"])  # with the stopped server's samples
+        report["ok"] = False
+        return _finish(report, args, 128 + stop.signum)
     failed = [n for n, r in report["cases"].items() if not r["ok"]]
     if report.get("cost") and report["cost"]["problems"]:
         failed.append("cost")

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -162,6 +163,31 @@ def test_server_reaches_loopback_health_despite_a_proxy_and_stops_its_group(tmp_
         os.killpg(pgid, 0)
 
 
+def _sleeper(tmp_path, code: str) -> Server:
+    """A server that never answers /health: it runs ``code`` instead."""
+    return Server([sys.executable, "-c", code], dict(os.environ), tmp_path / "s.log", free_port())
+
+
+def test_a_start_still_running_at_the_timeout_is_reported_as_timed_out_not_waited_for(tmp_path):
+    with _sleeper(tmp_path, "import time; time.sleep(120)") as server:
+        start = harness.observe_start(server, 2)
+        assert server.proc.poll() is None, "returned while the server still runs"
+    assert start["healthy"] is False and start["timed_out"] is True
+    assert start["exit_code"] is None and start["start_s"] is None
+    problems = harness.check_case(harness.CASES["standin-plugin"], {**start, "plugin_lines": []},
+                                  harness.Layout(tmp_path), 90)
+    assert problems and "still starting when --start-timeout ran out" in problems[0]
+
+
+def test_a_start_that_exits_is_reported_with_its_exit_code(tmp_path):
+    with _sleeper(tmp_path, "raise SystemExit(7)") as server:
+        start = harness.observe_start(server, 60)
+    assert start == {**start, "healthy": False, "timed_out": False, "exit_code": 7}
+    problems = harness.check_case(harness.CASES["released-plugin"], {**start, "plugin_lines": []},
+                                  harness.Layout(tmp_path), 90)
+    assert problems == ["server exited (code 7) before it became healthy"]
+
+
 def test_crash_is_read_from_a_real_vllm_serve_log():
     crash = logscan.find_assertion_crash(
         (RESULTS / "run-A-standin-stock.log").read_text(encoding="utf-8")
@@ -212,6 +238,34 @@ def test_case_checks_accept_the_measured_crash_and_reject_a_served_crash_case():
     served = {**measured, "healthy": True, "assertion": None}
     problems = harness.check_case(case, served, layout, run["standin"]["assertion_line"])
     assert any("healthy" in p for p in problems) and any("no AssertionError" in p for p in problems)
+
+
+def test_the_second_h200_run_passes_the_checks_it_passed_there():
+    run = json.loads((RESULTS / "run-C.json").read_text(encoding="utf-8"))
+    layout = harness.Layout(Path(run["standin"]["path"]).parent)
+    line = run["standin"]["assertion_line"]
+    for name in ("standin-stock", "standin-plugin-off", "released-plugin"):
+        assert harness.check_case(harness.CASES[name], run["cases"][name], layout, line) == [], name
+    # Its standin-plugin came up 1-2 s after the 600 s start timeout (a JSON
+    # from before ``timed_out`` was reported: still running is exit_code null).
+    problems = harness.check_case(harness.CASES["standin-plugin"], run["cases"]["standin-plugin"],
+                                  layout, line)
+    assert len(problems) == 1 and "still starting when --start-timeout ran out" in problems[0]
+
+
+def test_plugin_off_case_needs_the_disabled_line_from_the_engine_core():
+    run = json.loads((RESULTS / "run-C.json").read_text(encoding="utf-8"))
+    layout = harness.Layout(Path(run["standin"]["path"]).parent)
+    measured = run["cases"]["standin-plugin-off"]
+    case = harness.CASES["standin-plugin-off"]
+    assert harness.check_case(case, measured, layout, 90) == []
+    api_only = {**measured, "plugin_lines": [l for l in measured["plugin_lines"]
+                                             if l["process"] != "EngineCore"]}
+    assert harness.check_case(case, api_only, layout, 90) == [
+        "no 'disabled by DSPARK_ATTN_PLUGIN=off' line from the engine-core process"
+    ]
+    # The stock case never has the plugin, so it needs no such line.
+    assert harness.check_case(harness.CASES["standin-stock"], api_only, layout, 90) == []
 
 
 def test_serve_case_needs_drafts_accepted_and_the_engine_core_line():
@@ -345,3 +399,91 @@ def test_dummy_weights_plugin_finalises_after_vllms_own_dummy_loader():
         """
     )
     assert proc.stdout.strip().endswith("OK")
+
+
+def _as_if_on_a_gpu(monkeypatch) -> None:
+    # This machine has no GPU and the test venv has the plugin: the script
+    # would stop before the cases. Stand those two probes in.
+    monkeypatch.setattr(harness, "probe_gpu", lambda: {
+        "torch": "x", "cuda": True, "name": "GPU", "capability": [9, 0]})
+    monkeypatch.setattr(harness, "plugin_in_base_env", lambda: False)
+
+
+def test_a_stop_signal_keeps_the_cases_done_and_exits_128_plus_the_signal(tmp_path, monkeypatch):
+    import signal
+
+    import engine_e2e
+
+    _as_if_on_a_gpu(monkeypatch)
+    ran = []
+
+    def run_case(case, layout, settings, line):
+        ran.append(case.name)
+        if len(ran) == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(30)  # the signal interrupts this
+            pytest.fail("SIGTERM did not stop the run")
+        return {"ok": True, "problems": []}
+
+    monkeypatch.setattr(harness, "run_case", run_case)
+    out = tmp_path / "report.json"
+    code = engine_e2e.main(["--plugin-wheel", str(_wheel()), "--work", str(tmp_path / "w"),
+                            "--cases", "standin-stock,standin-plugin,released-plugin",
+                            "--cost", "--out", str(out)])
+    report = json.loads(out.read_text())
+    assert code == 128 + signal.SIGTERM == report["exit_code"]
+    assert ran == ["standin-stock", "standin-plugin"]
+    assert list(report["cases"]) == ["standin-stock"] and report["cost"] is None
+    assert report["stopped"] == {"signal": "SIGTERM", "during": "case standin-plugin"}
+    assert report["ok"] is False
+
+
+def test_a_stop_during_the_cost_keeps_the_stopped_servers_samples_in_the_summary(
+        tmp_path, monkeypatch):
+    import signal
+
+    import engine_e2e
+
+    _as_if_on_a_gpu(monkeypatch)
+
+    def cost_server(side, round_no, prompts, layout, settings, result):
+        result[side]["start_s"].append(100.0)
+        result[side]["tokens_per_s"].append(300.0 if side == "stock" else 330.0)
+        if side == "plugin":  # stopped while this server still runs
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(30)
+            pytest.fail("SIGTERM did not stop the run")
+
+    monkeypatch.setattr(harness, "_cost_server", cost_server)
+    out = tmp_path / "report.json"
+    code = engine_e2e.main(["--plugin-wheel", str(_wheel()), "--work", str(tmp_path / "w"),
+                            "--cases", "none", "--cost", "--out", str(out)])
+    report = json.loads(out.read_text())
+    assert code == 143 and report["stopped"] == {"signal": "SIGTERM", "during": "cost"}
+    assert report["cost"]["plugin"]["tokens_per_s"] == [330.0]
+    assert report["cost"]["summary"]["tokens_per_s"]["ratio"] == 1.1
+
+
+def test_detached_run_is_started_and_collected(tmp_path):
+    job, dest = tmp_path / "job", tmp_path / "dest"
+    env = {**os.environ, "PYTHON": sys.executable}
+    env.pop("VLLM_PLUGINS", None)
+    start = subprocess.run(
+        ["bash", str(REPO / "benchmarks" / "engine" / "start_detached.sh"), "300", str(job),
+         "--plugin-wheel", str(_wheel()), "--work", str(tmp_path / "w")],
+        capture_output=True, text=True, timeout=60, env=env,
+    )
+    assert start.returncode == 0, start.stderr
+    assert (job / "benchmarks" / "engine_e2e.py").is_file()
+    collect = subprocess.run(
+        ["bash", str(REPO / "benchmarks" / "engine" / "collect_detached.sh"), str(job),
+         str(tmp_path / "w"), "300", str(dest)],
+        capture_output=True, text=True, timeout=360,
+    )
+    # No GPU here: the run ends with the script's own exit 3, and its report.
+    assert collect.returncode == 0 and "over: exit 3" in collect.stdout, collect.stdout
+    assert (dest / "rc").read_text().strip() == "3" and (dest / "done").is_file()
+    assert json.loads((dest / "report.json").read_text())["exit_code"] == 3
+    again = subprocess.run(["bash", str(REPO / "benchmarks" / "engine" / "start_detached.sh"),
+                            "300", str(job), "--cases", "none"], capture_output=True, text=True)
+    assert again.returncode == 2 and "is not empty" in again.stderr

@@ -96,12 +96,6 @@ class Server:
             time.sleep(1.0)
         return None
 
-    def wait_exit(self, timeout_s: float) -> int | None:
-        try:
-            return self.proc.wait(timeout=max(0.0, timeout_s))
-        except subprocess.TimeoutExpired:
-            return None
-
     def complete(self, prompts: list[str], max_tokens: int, timeout_s: float = 300) -> dict:
         """One greedy ``/v1/completions`` call for ``prompts``; exactly
         ``max_tokens`` tokens each (``ignore_eos``)."""
