@@ -487,3 +487,25 @@ def test_detached_run_is_started_and_collected(tmp_path):
     again = subprocess.run(["bash", str(REPO / "benchmarks" / "engine" / "start_detached.sh"),
                             "300", str(job), "--cases", "none"], capture_output=True, text=True)
     assert again.returncode == 2 and "is not empty" in again.stderr
+
+
+def test_detached_run_is_stopped_at_its_deadline_with_the_scripts_own_status(tmp_path):
+    # A stand-in "python" that outlives the deadline: SIGTERM reaches it, and
+    # rc keeps its status (143), not timeout's own 124.
+    slow = tmp_path / "slow-python"
+    slow.write_text("#!/bin/sh\nexec sleep 120\n")
+    slow.chmod(0o755)
+    job = tmp_path / "job"
+    start = subprocess.run(
+        ["bash", str(REPO / "benchmarks" / "engine" / "start_detached.sh"), "2", str(job),
+         "--cases", "none"],
+        capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHON": str(slow)},
+    )
+    assert start.returncode == 0, start.stderr
+    collect = subprocess.run(
+        ["bash", str(REPO / "benchmarks" / "engine" / "collect_detached.sh"), str(job),
+         str(tmp_path / "w"), "60", str(tmp_path / "dest")],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert collect.returncode == 0, collect.stdout
+    assert (tmp_path / "dest" / "rc").read_text().strip() == "143"
