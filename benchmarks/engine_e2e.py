@@ -27,7 +27,7 @@ Exit status: 0 every case as expected; 1 a case was not; 2 bad arguments;
 3 this machine cannot run it (no suitable GPU, no vLLM with DeepSeek-V4, or
 the plugin already installed where the harness runs); 128 + N stopped by
 signal N (SIGTERM: 143, SIGINT: 130): the running server is stopped and the
-JSON keeps what was measured, with ``stopped`` saying when. ``--dry-run``
+JSON keeps what was measured, with ``stopped`` saying during what. ``--dry-run``
 builds everything and reports the plan and the environment without starting
 a server, and exits 0.
 """
