@@ -20,6 +20,8 @@ from dspark_attn_plugin.warmup_shape import Verdict, classify_source, find_warmu
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "benchmarks" / "engine_e2e.py"
 RESULTS = REPO / "benchmarks" / "results" / "engine-e2e-2026-11-30"
+START_DETACHED = REPO / "benchmarks" / "engine" / "start_detached.sh"
+COLLECT_DETACHED = REPO / "benchmarks" / "engine" / "collect_detached.sh"
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from engine import harness, logscan  # noqa: E402
@@ -186,6 +188,35 @@ def test_a_start_that_exits_is_reported_with_its_exit_code(tmp_path):
     problems = harness.check_case(harness.CASES["released-plugin"], {**start, "plugin_lines": []},
                                   harness.Layout(tmp_path), 90)
     assert problems == ["server exited (code 7) before it became healthy"]
+
+
+def test_a_stop_interrupted_by_a_second_signal_still_kills_the_server_group(tmp_path):
+    import signal
+
+    class Interrupted(BaseException):
+        pass
+
+    def interrupt(signum, frame):
+        raise Interrupted
+
+    # A server that ignores SIGINT, so that stop() waits out its grace time.
+    server = _sleeper(tmp_path, "import signal, time; signal.signal(signal.SIGINT, "
+                                "signal.SIG_IGN); print('ready', flush=True); time.sleep(120)")
+    with server:
+        while "ready" not in (tmp_path / "s.log").read_text():
+            time.sleep(0.1)
+        pgid = server.proc.pid
+        previous = signal.signal(signal.SIGALRM, interrupt)
+        signal.alarm(2)
+        try:
+            with pytest.raises(Interrupted):
+                server.stop(grace_s=60)
+        finally:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, previous)
+        server.proc.wait(timeout=30)
+        with pytest.raises(ProcessLookupError):
+            os.killpg(pgid, 0)
 
 
 def test_crash_is_read_from_a_real_vllm_serve_log():
@@ -469,14 +500,14 @@ def test_detached_run_is_started_and_collected(tmp_path):
     env = {**os.environ, "PYTHON": sys.executable}
     env.pop("VLLM_PLUGINS", None)
     start = subprocess.run(
-        ["bash", str(REPO / "benchmarks" / "engine" / "start_detached.sh"), "300", str(job),
+        ["bash", str(START_DETACHED), "300", str(job),
          "--plugin-wheel", str(_wheel()), "--work", str(tmp_path / "w")],
         capture_output=True, text=True, timeout=60, env=env,
     )
     assert start.returncode == 0, start.stderr
     assert (job / "benchmarks" / "engine_e2e.py").is_file()
     collect = subprocess.run(
-        ["bash", str(REPO / "benchmarks" / "engine" / "collect_detached.sh"), str(job),
+        ["bash", str(COLLECT_DETACHED), str(job),
          str(tmp_path / "w"), "300", str(dest)],
         capture_output=True, text=True, timeout=360,
     )
@@ -484,7 +515,7 @@ def test_detached_run_is_started_and_collected(tmp_path):
     assert collect.returncode == 0 and "over: exit 3" in collect.stdout, collect.stdout
     assert (dest / "rc").read_text().strip() == "3" and (dest / "done").is_file()
     assert json.loads((dest / "report.json").read_text())["exit_code"] == 3
-    again = subprocess.run(["bash", str(REPO / "benchmarks" / "engine" / "start_detached.sh"),
+    again = subprocess.run(["bash", str(START_DETACHED),
                             "300", str(job), "--cases", "none"], capture_output=True, text=True)
     assert again.returncode == 2 and "is not empty" in again.stderr
 
@@ -497,13 +528,13 @@ def test_detached_run_is_stopped_at_its_deadline_with_the_scripts_own_status(tmp
     slow.chmod(0o755)
     job = tmp_path / "job"
     start = subprocess.run(
-        ["bash", str(REPO / "benchmarks" / "engine" / "start_detached.sh"), "2", str(job),
+        ["bash", str(START_DETACHED), "2", str(job),
          "--cases", "none"],
         capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHON": str(slow)},
     )
     assert start.returncode == 0, start.stderr
     collect = subprocess.run(
-        ["bash", str(REPO / "benchmarks" / "engine" / "collect_detached.sh"), str(job),
+        ["bash", str(COLLECT_DETACHED), str(job),
          str(tmp_path / "w"), "60", str(tmp_path / "dest")],
         capture_output=True, text=True, timeout=120,
     )

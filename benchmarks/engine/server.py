@@ -116,21 +116,30 @@ class Server:
 
     def stop(self, grace_s: float = 30) -> int | None:
         """SIGINT to the whole process group, SIGKILL after ``grace_s``;
-        waits until the group is gone (the GPU is free for the next one)."""
+        waits until the group is gone (the GPU is free for the next one).
+        Interrupted itself (a second stop signal), it kills the group at once
+        rather than leave a server running."""
         if self.proc is None:
             return None
         pgid = self.proc.pid
-        for sig, wait_s in ((signal.SIGINT, grace_s), (signal.SIGKILL, 30)):
+        try:
+            for sig, wait_s in ((signal.SIGINT, grace_s), (signal.SIGKILL, 30)):
+                try:
+                    os.killpg(pgid, sig)
+                except ProcessLookupError:
+                    break
+                deadline = time.monotonic() + wait_s
+                while time.monotonic() < deadline and _group_alive(pgid):
+                    self.proc.poll()
+                    time.sleep(0.5)
+                if not _group_alive(pgid):
+                    break
+        except BaseException:
             try:
-                os.killpg(pgid, sig)
+                os.killpg(pgid, signal.SIGKILL)
             except ProcessLookupError:
-                break
-            deadline = time.monotonic() + wait_s
-            while time.monotonic() < deadline and _group_alive(pgid):
-                self.proc.poll()
-                time.sleep(0.5)
-            if not _group_alive(pgid):
-                break
+                pass
+            raise
         return self.proc.wait()
 
 
