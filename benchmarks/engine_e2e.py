@@ -69,7 +69,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "'none' for --cost alone")
     parser.add_argument("--cost", action="store_true",
                         help="also measure stock against plugin without speculative decoding")
-    parser.add_argument("--cost-rounds", type=int, default=harness.Settings.cost_rounds)
+    parser.add_argument("--cost-rounds", type=int, default=harness.Settings.cost_rounds,
+                        help="rounds of one stock and one plugin server each (default %(default)s)")
     parser.add_argument("--throughput-runs", type=int, default=harness.Settings.throughput_runs)
     parser.add_argument("--start-timeout", type=float, default=harness.Settings.start_timeout_s,
                         help="seconds a server may take to become healthy")

@@ -284,6 +284,20 @@ def test_the_second_h200_run_passes_the_checks_it_passed_there():
     assert len(problems) == 1 and "still starting when --start-timeout ran out" in problems[0]
 
 
+def test_the_third_h200_run_served_with_the_plugin_and_its_cost_summary_follows_from_its_samples():
+    run = json.loads((RESULTS / "run-D.json").read_text(encoding="utf-8"))
+    layout = harness.Layout(Path(run["standin"]["path"]).parent)
+    measured = run["cases"]["standin-plugin"]
+    assert harness.check_case(harness.CASES["standin-plugin"], measured, layout,
+                              run["standin"]["assertion_line"]) == []
+    assert measured["spec_decode"]["num_accepted_tokens"] > 0
+    cost = run["cost"]
+    assert len(cost["stock"]["tokens_per_s"]) == len(cost["plugin"]["tokens_per_s"]) == 9
+    recorded = cost.pop("summary")
+    harness.summarize_cost(cost)
+    assert cost["summary"] == recorded
+
+
 def test_plugin_off_case_needs_the_disabled_line_from_the_engine_core():
     run = json.loads((RESULTS / "run-C.json").read_text(encoding="utf-8"))
     layout = harness.Layout(Path(run["standin"]["path"]).parent)

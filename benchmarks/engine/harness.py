@@ -69,7 +69,7 @@ class Settings:
     gpu_memory_utilization: float = 0.3
     requests: int = 5
     max_tokens: int = 32
-    cost_rounds: int = 2
+    cost_rounds: int = 3
     throughput_runs: int = 3
     throughput_batch: int = 8
     throughput_max_tokens: int = 256
