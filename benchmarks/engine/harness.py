@@ -365,7 +365,7 @@ def _cost_server(side: str, round_no: int, prompts: list[str], layout: Layout,
             return
         result[side]["start_s"].append(start["start_s"])
         try:
-            # Not measured: the first batch of the workload's shape (the first
+            # Not measured: the workload's prompts, 16 tokens each (the first
             # measured run on the H200 ran at a quarter of the later ones'
             # speed when warmed with one short prompt).
             server.complete(prompts, 16)
