@@ -79,7 +79,7 @@ import vllm
 from vllm.models.deepseek_v4.nvidia import flashmla
 from vllm.v1.worker import workspace
 from dspark_attn_plugin import synthetic
-from dspark_attn_plugin.warmup_workspace import held_bytes
+from dspark_attn_plugin.workspace_bytes import held_bytes
 out = {"version": vllm.__version__, "bytes": {}}
 for kind in synthetic.LAYER_KINDS:
     workspace.reset_workspace_manager()
@@ -181,7 +181,7 @@ def plugin_reserved_bytes(flashmla, device: str) -> dict[str, int]:
     from vllm.v1.worker import workspace
 
     from dspark_attn_plugin import patch, synthetic
-    from dspark_attn_plugin.warmup_workspace import held_bytes
+    from dspark_attn_plugin.workspace_bytes import held_bytes
 
     patch.apply(flashmla)
     result = {}

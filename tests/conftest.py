@@ -21,7 +21,7 @@ import vllm.plugins
 from vllm.models.deepseek_v4.nvidia import flashmla as _flashmla
 from vllm.v1.worker import workspace as _workspace
 
-from dspark_attn_plugin.warmup_workspace import held_bytes
+from dspark_attn_plugin.workspace_bytes import held_bytes
 
 assert not vllm.plugins.plugins_loaded, "vLLM plugins must load inside each test"
 

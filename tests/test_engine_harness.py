@@ -86,7 +86,7 @@ def test_standin_makes_released_0_26_0_affected_and_the_plugin_patches_it(tmp_pa
         vllm.plugins.load_general_plugins()
         from vllm.models.deepseek_v4.nvidia import flashmla
         from vllm.v1.worker import workspace
-        from dspark_attn_plugin import synthetic
+        from dspark_attn_plugin import patch, synthetic
         workspace.init_workspace_manager(torch.device("cpu"))
         layer = synthetic.make_layer(flashmla.DeepseekV4FlashMLAAttention, synthetic.SWA_ONLY_NO_BUFFER)
         q, kv, positions, output = synthetic.qkv()
@@ -98,8 +98,7 @@ def test_standin_makes_released_0_26_0_affected_and_the_plugin_patches_it(tmp_pa
             import traceback
             failed = traceback.extract_tb(exc.__traceback__)[-1].lineno
         print(json.dumps({"version": vllm.__version__, "file": flashmla.__file__,
-                          "patched": hasattr(flashmla.DeepseekV4FlashMLAAttention.forward_mqa,
-                                             "__dspark_attn_plugin_stock__"),
+                          "patched": patch.is_patched(flashmla),
                           "failed_at": failed}))
     """
     env = {"PYTHONPATH": info["path"]}

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
+import select
 import shutil
 import sys
 
@@ -56,12 +58,12 @@ def test_steady_path_runs_vllms_own_forward_mqa(flashmla, layer_cls, load_plugin
     assert "assert swa_metadata is not None" in str(failing.statement)
 
 
-def test_patched_function_is_vllms_code_with_the_warmup_guard(
+def test_patched_function_is_vllms_code_compiled_from_vllms_file(
     flashmla, layer_cls, load_plugins, stock_forward_mqa
 ):
     load_plugins()
     patched = layer_cls.__dict__["forward_mqa"]
-    assert getattr(patched, patch.STOCK_ATTR) is stock_forward_mqa
+    assert patch.is_ours(patched) and patch.stock_of(patched) is stock_forward_mqa
     code, stock_code = patched.__code__, stock_forward_mqa.__code__
     assert (code.co_filename, code.co_firstlineno) == (
         stock_code.co_filename,
@@ -145,12 +147,21 @@ def test_register_again_in_a_forked_child_is_a_no_op(layer_cls):
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # child: what a forked vLLM worker does
-        dspark_attn_plugin.register()
-        same = layer_cls.__dict__["forward_mqa"] is first and len(_hooks()) == 1
-        os.write(write, b"1" if same else b"0")
-        os._exit(0)
-    os.waitpid(pid, 0)
-    assert os.read(read, 1) == b"1"
+        try:
+            os.close(read)
+            dspark_attn_plugin.register()
+            same = layer_cls.__dict__["forward_mqa"] is first and len(_hooks()) == 1
+            os.write(write, b"1" if same else b"0")
+        finally:
+            os._exit(0)
+    os.close(write)  # the child's end: a child that dies gives EOF, not a hang
+    try:
+        ready, _, _ = select.select([read], [], [], 60)
+        answer = os.read(read, 1) if ready else b"(no answer in 60 s)"
+    finally:
+        os.close(read)
+        os.waitpid(pid, 0)
+    assert answer == b"1"
 
 
 def test_patch_applied_by_hand_twice_changes_nothing(flashmla, layer_cls):
@@ -218,8 +229,9 @@ def test_register_imports_nothing_heavy_and_hooks_the_later_import():
         vllm.plugins.load_general_plugins()   # vLLM's own discovery, as in serve
         from vllm.models.deepseek_v4.nvidia import flashmla
         from importlib.machinery import SourceFileLoader
+        from dspark_attn_plugin import patch
         fn = flashmla.DeepseekV4FlashMLAAttention.__dict__["forward_mqa"]
-        assert hasattr(fn, "__dspark_attn_plugin_stock__")
+        assert patch.is_ours(fn)
         assert type(flashmla.__loader__) is SourceFileLoader
         assert type(flashmla.__spec__.loader) is SourceFileLoader
         print("OK")
@@ -255,3 +267,37 @@ def test_register_without_vllm_installed_does_nothing(tmp_path):
     )
     assert proc.stdout.strip() == "OK"
     assert proc.stderr == ""
+
+
+# --- ownership by identity -----------------------------------------------------
+
+
+def test_a_functools_wraps_wrapper_is_not_ours_and_survives_uninstrument(
+    flashmla, layer_cls, caplog
+):
+    dspark_attn_plugin.register()
+    ours = layer_cls.__dict__["forward_mqa"]
+
+    @functools.wraps(ours)
+    def other_plugins_wrapper(self, *args, **kwargs):
+        return ours(self, *args, **kwargs)
+
+    layer_cls.forward_mqa = other_plugins_wrapper
+    assert other_plugins_wrapper.__dict__.keys() >= ours.__dict__.keys()
+    assert not patch.is_ours(other_plugins_wrapper)
+    assert patch.is_patched(flashmla)  # the fix still runs, through the wrapper
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    dspark_attn_plugin.uninstrument()
+    assert layer_cls.__dict__["forward_mqa"] is other_plugins_wrapper
+    warnings = _records(caplog, "WARNING")
+    assert len(warnings) == 1 and "left as it is" in warnings[0].getMessage()
+
+
+def test_uninstrument_puts_back_vllms_function_only_when_ours_is_in_place(
+    layer_cls, stock_forward_mqa
+):
+    dspark_attn_plugin.register()
+    dspark_attn_plugin.uninstrument()
+    assert layer_cls.__dict__["forward_mqa"] is stock_forward_mqa
+    dspark_attn_plugin.uninstrument()  # idempotent
+    assert layer_cls.__dict__["forward_mqa"] is stock_forward_mqa

@@ -31,14 +31,12 @@ def test_fixed_vllm_is_classified_fixed_and_left_untouched(overlay_0_28):
         vllm.plugins.load_general_plugins()
         from vllm.models.deepseek_v4.nvidia import flashmla
         from vllm.v1.worker import workspace
-        from dspark_attn_plugin import synthetic
+        from dspark_attn_plugin import patch, synthetic
         from dspark_attn_plugin.loaded_code import classify_loaded
-        from dspark_attn_plugin.warmup_workspace import (
-            held_bytes, layout_bytes, prefill_workspace_specs,
-        )
+        from dspark_attn_plugin.workspace_bytes import held_bytes
         cls = flashmla.DeepseekV4FlashMLAAttention
         fn = cls.__dict__["forward_mqa"]
-        upstream, plugin = {}, {}
+        upstream = {}
         for kind in synthetic.LAYER_KINDS:
             workspace.reset_workspace_manager()
             workspace.init_workspace_manager(torch.device("cpu"))
@@ -47,14 +45,12 @@ def test_fixed_vllm_is_classified_fixed_and_left_untouched(overlay_0_28):
             with synthetic.warmup_context():
                 layer.forward_mqa(q, kv, positions, output)
             upstream[kind.name] = held_bytes()
-            plugin[kind.name] = layout_bytes(prefill_workspace_specs(layer, q.shape[-1]))
         print(json.dumps({
             "version": vllm.__version__,
             "file": fn.__code__.co_filename,
-            "patched": hasattr(fn, "__dspark_attn_plugin_stock__"),
+            "patched": patch.is_patched(flashmla),
             "verdict": classify_loaded(flashmla).verdict.value,
             "upstream": upstream,
-            "plugin": plugin,
         }))
         """,
         env={"PYTHONPATH": str(overlay_0_28)},
@@ -65,8 +61,9 @@ def test_fixed_vllm_is_classified_fixed_and_left_untouched(overlay_0_28):
     assert report["verdict"] == "fixed"
     assert report["patched"] is False
     assert "no longer needed" in proc.stdout
-    # The plugin's reservation equals upstream's own, measured, for every kind.
-    assert report["plugin"] == report["upstream"] == UPSTREAM_BYTES
+    # Upstream's own reservation, measured: the figures test_warmup.py holds
+    # the plugin on vLLM 0.27.1 to.
+    assert report["upstream"] == UPSTREAM_BYTES
 
 
 def test_verify_on_fixed_vllm_passes_and_leaves_it_untouched(overlay_0_28):

@@ -7,8 +7,9 @@ import types
 import pytest
 import torch
 
-from dspark_attn_plugin import synthetic, uninstrument
-from dspark_attn_plugin.warmup_workspace import layout_bytes, prefill_workspace_specs
+from dspark_attn_plugin import patch, synthetic, uninstrument
+
+import flashmla_variants as variants
 
 # vLLM 0.28.0's own warmup reservation for the synthetic layers' defaults
 # (max_num_batched_tokens 8192, window 128, head_dim 512, max_model_len 65536,
@@ -68,36 +69,142 @@ def test_plugin_reserves_exactly_as_stock_where_stock_works(
     assert not output.any() and not stock_output.any()
 
 
-def test_plugin_keeps_the_assertion_for_sparse_layers_without_buffer(
-    layer_cls, load_plugins, cpu_workspace
+def _failure_site(excinfo) -> tuple[str, int]:
+    entry = excinfo.traceback[-1]
+    return str(entry.path), entry.lineno
+
+
+def test_plugin_keeps_vllms_own_assertion_for_sparse_layers_without_buffer(
+    flashmla, layer_cls, load_plugins, cpu_workspace
 ):
+    sparse_no_buffer = synthetic.LayerKind("sparse_no_buffer", 4, False)
+    with pytest.raises(AssertionError) as stock:
+        warmup(layer_cls, sparse_no_buffer)
+    with pytest.raises(AssertionError) as swa_stock:
+        warmup(layer_cls, synthetic.SWA_ONLY_NO_BUFFER)
+    cpu_workspace.reset()
     load_plugins()
-    with pytest.raises(AssertionError):
-        warmup(layer_cls, synthetic.LayerKind("sparse_no_buffer", 4, False))
+    assert patch.is_patched(flashmla)
+    with pytest.raises(AssertionError) as mine:
+        warmup(layer_cls, sparse_no_buffer)
+    # The same statement of vLLM's file as stock: the assertion #50298 added.
+    assert _failure_site(mine) == _failure_site(stock) == _failure_site(swa_stock)
+    assert _failure_site(mine)[0] == flashmla.__file__
+    assert "assert self.topk_indices_buffer is not None" in str(mine.traceback[-1].statement)
 
 
-def test_without_workspace_manager_the_fixed_warmup_skips_reservation(
-    layer_cls, load_plugins, caplog
+def test_without_workspace_manager_the_patched_warmup_fails_as_stock_does(
+    layer_cls, load_plugins
 ):
+    """The reservation is vLLM's own code: with no WorkspaceManager it fails
+    in vLLM's way for every layer, with or without the plugin."""
     from vllm.v1.worker import workspace
 
     workspace.reset_workspace_manager()
+    with pytest.raises(AssertionError, match="WorkspaceManager not initialized"):
+        warmup(layer_cls, synthetic.SWA_ONLY_WITH_BUFFER)
     load_plugins()
-    caplog.set_level("DEBUG", logger="vllm.dspark_attn_plugin")
-    _, output = warmup(layer_cls, synthetic.SWA_ONLY_NO_BUFFER)
-    assert not output.any()
-    assert not workspace.is_workspace_manager_initialized()
-    assert any(
-        r.levelname == "DEBUG" and "no WorkspaceManager" in r.getMessage()
-        for r in caplog.records
-    )
+    with pytest.raises(AssertionError, match="WorkspaceManager not initialized"):
+        warmup(layer_cls, synthetic.SWA_ONLY_NO_BUFFER)
+
+
+# --- the steady path: vLLM's dispatch, unchanged ------------------------------
+
+
+def _dispatch(layer, forward_mqa, step):
+    """What ``forward_mqa`` hands ``_forward_prefill`` / ``_forward_decode``
+    on a mixed batch: tensors by storage, offset, shape and stride."""
+    calls = []
+    layer_metadata = step["layer_metadata"]
+
+    def describe(value):
+        if value is layer_metadata:
+            return ("the layer's metadata",)
+        return _describe(value)
+
+    def recorder(name):
+        def record(**kwargs):
+            calls.append((name, {k: describe(v) for k, v in sorted(kwargs.items())}))
+        return record
+
+    layer._forward_prefill = recorder("prefill")
+    layer._forward_decode = recorder("decode")
+    q, kv, positions, output = synthetic.qkv(num_tokens=step["tokens"])
+    with synthetic.step_context(
+        [layer],
+        num_decodes=step["decodes"],
+        num_decode_tokens=step["decode_tokens"],
+        num_prefills=step["prefills"],
+        num_prefill_tokens=step["tokens"] - step["decode_tokens"],
+        layer_metadata=step["layer_metadata"],
+    ):
+        forward_mqa(layer, q, kv, positions, output)
+    inputs = {"q": q, "positions": positions, "output": output}
+    return calls, {k: _describe(v) for k, v in inputs.items()}
+
+
+def _describe(value):
+    if isinstance(value, torch.Tensor):
+        return ("tensor", value.untyped_storage().data_ptr(), value.storage_offset(),
+                tuple(value.shape), value.stride())
+    if value is None or isinstance(value, (bool, int)):
+        return ("value", value)
+    return ("object", type(value).__name__)
 
 
 @pytest.mark.parametrize("kind", synthetic.LAYER_KINDS, ids=lambda k: k.name)
-def test_reservation_specs_give_upstream_bytes(layer_cls, kind):
+@pytest.mark.parametrize(
+    "decodes, decode_tokens, prefills, tokens",
+    [(3, 3, 2, 11), (0, 0, 1, 6), (4, 8, 0, 8)],
+    ids=["mixed", "prefill-only", "decode-only"],
+)
+def test_steady_dispatch_is_vllms_with_and_without_the_plugin(
+    layer_cls, load_plugins, stock_forward_mqa, kind, decodes, decode_tokens, prefills, tokens
+):
     layer = synthetic.make_layer(layer_cls, kind)
-    specs = prefill_workspace_specs(layer, synthetic.HEAD_DIM)
-    assert layout_bytes(specs) == UPSTREAM_BYTES[kind.name]
+    step = dict(decodes=decodes, decode_tokens=decode_tokens, prefills=prefills,
+                tokens=tokens, layer_metadata=object())
+    stock_calls, stock_inputs = _dispatch(layer, stock_forward_mqa, step)
+    load_plugins()
+    patched = layer_cls.__dict__["forward_mqa"]
+    assert patched is not stock_forward_mqa
+    calls, inputs = _dispatch(layer, patched, step)
+
+    expected = [n for n, c in (("prefill", prefills), ("decode", decodes)) if c]
+    assert [name for name, _ in stock_calls] == expected
+    # Same calls, same arguments: the same slices of different tensors.
+    def by_input(calls_, inputs_):
+        """Tensors named by the input they slice (q, positions, output)."""
+        ptrs = {v[1]: k for k, v in inputs_.items()}
+        return [
+            (name, {k: (v[0], ptrs.get(v[1], v[1]), *v[2:]) if v[0] == "tensor" else v
+                    for k, v in kwargs.items()})
+            for name, kwargs in calls_
+        ]
+    assert by_input(calls, inputs) == by_input(stock_calls, stock_inputs)
+
+
+# --- a fork's own sizing -------------------------------------------------------
+
+
+def test_on_a_fork_the_plugin_reserves_the_forks_own_swa_workspace(
+    tmp_path, cpu_workspace, flashmla
+):
+    """A fork whose warmup sizes its gather buffer differently: the plugin
+    reserves for an SWA-only layer without a buffer exactly what that fork's
+    own warmup reserves with top_k = 0 (for a layer that has a buffer)."""
+    source = flashmla.__loader__.get_source(flashmla.__name__)
+    fork = variants.load(variants.larger_gather(source), tmp_path)
+    cls = fork.DeepseekV4FlashMLAAttention
+    warmup(cls, synthetic.SWA_ONLY_WITH_BUFFER)
+    forks_own = cpu_workspace.reserved_bytes()
+    assert forks_own != UPSTREAM_BYTES["swa_only_with_buffer"]
+
+    cpu_workspace.reset()
+    assert patch.apply(fork) is True
+    _, output = warmup(cls, synthetic.SWA_ONLY_NO_BUFFER)
+    assert not output.any()
+    assert cpu_workspace.reserved_bytes() == forks_own
 
 
 # --- after lock_workspace(), every request _forward_prefill makes must fit ---
@@ -174,11 +281,11 @@ def test_after_lock_every_prefill_request_fits(
     monkeypatch.setattr(
         flashmla, "combine_topk_swa_indices", lambda *a, out, **k: out
     )
-    real_get = cpu_workspace.manager.get_simultaneous
+    real_ensure = cpu_workspace.manager._ensure_workspace_size
 
-    def recording_get(*specs):
-        requests.append(layout_bytes(specs))
-        return real_get(*specs)
+    def recording_ensure(required_bytes):
+        requests.append(required_bytes)
+        return real_ensure(required_bytes)
 
     warmup_kind = (
         synthetic.SWA_ONLY_NO_BUFFER if kind.compress_ratio <= 1 else kind
@@ -186,7 +293,7 @@ def test_after_lock_every_prefill_request_fits(
     warmup(layer_cls, warmup_kind, **SMALL)
     reserved = cpu_workspace.reserved_bytes()
     cpu_workspace.lock()
-    monkeypatch.setattr(cpu_workspace.manager, "get_simultaneous", recording_get)
+    monkeypatch.setattr(cpu_workspace.manager, "_ensure_workspace_size", recording_ensure)
 
     layer = synthetic.make_layer(layer_cls, kind, **SMALL)
     tokens, max_len, window = (

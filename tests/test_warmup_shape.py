@@ -100,7 +100,9 @@ def test_helper_without_the_swa_guard_is_affected():
             "    assert self.topk_indices_buffer is not None\n",
             Verdict.AFFECTED,
         ),
-        ("reserve(self)\n", Verdict.NOT_AFFECTED),
+        ("reserve(self.window_size)\n", Verdict.NOT_AFFECTED),
+        # The layer handed to a function outside the class: cannot be shown safe.
+        ("reserve(self)\n", Verdict.UNKNOWN),
     ],
     ids=[
         "bare-dereference",
@@ -110,6 +112,7 @@ def test_helper_without_the_swa_guard_is_affected():
         "named-sparse-test",
         "assert-in-loop",
         "no-buffer-use",
+        "layer-escapes",
     ],
 )
 def test_warmup_shapes(body, verdict):
@@ -147,3 +150,69 @@ def test_method_line_includes_decorators():
         "            return\n"
     )
     assert classify_source(source).method_line == 2
+
+
+@pytest.mark.parametrize(
+    "body, helpers, verdict",
+    [
+        # An early return when the buffer is missing guards what follows.
+        (
+            "if self.topk_indices_buffer is None:\n"
+            "    return\n"
+            "top_k = self.topk_indices_buffer.shape[-1]\n",
+            "",
+            Verdict.FIXED,
+        ),
+        # The ratio test written the other way round.
+        (
+            "if 1 >= self.compress_ratio:\n"
+            "    top_k = 0\n"
+            "else:\n"
+            "    top_k = self.topk_indices_buffer.shape[-1]\n",
+            "",
+            Verdict.FIXED,
+        ),
+        # compress_ratio == 1 does not cover an SWA-only ratio of 0: both arms.
+        (
+            "if self.compress_ratio == 1:\n"
+            "    top_k = 0\n"
+            "else:\n"
+            "    top_k = self.topk_indices_buffer.shape[-1]\n",
+            "",
+            Verdict.AFFECTED,
+        ),
+        # A name re-bound on the way no longer carries the ratio test.
+        (
+            "swa_only = self.compress_ratio <= 1\n"
+            "swa_only = self.flag\n"
+            "top_k = 0 if swa_only else self.topk_indices_buffer.shape[-1]\n",
+            "",
+            Verdict.AFFECTED,
+        ),
+        # A property of the class runs code: followed.
+        (
+            "top_k = self.top_k_width\n",
+            "@property\ndef top_k_width(self):\n    return self.topk_indices_buffer.shape[-1]\n",
+            Verdict.AFFECTED,
+        ),
+        # A method the class does not define, or the base class: unknown.
+        ("self.reserve_inherited()\n", "", Verdict.UNKNOWN),
+        ("super().forward_mqa(q, kv, positions, output)\n", "", Verdict.UNKNOWN),
+        # The four shapes a lax classifier called fixed.
+        (
+            "buf = self.topk_indices_buffer\nassert buf is not None\n",
+            "",
+            Verdict.UNKNOWN,
+        ),
+        ("assert self.topk_indices_buffer\n", "", Verdict.UNKNOWN),
+        ("require(self.topk_indices_buffer)\n", "", Verdict.UNKNOWN),
+        ("assert getattr(self, 'topk_indices_buffer') is not None\n", "", Verdict.UNKNOWN),
+    ],
+    ids=[
+        "none-early-return", "ratio-reversed", "ratio-eq-1", "rebound-name",
+        "property", "undefined-method", "super", "alias", "truth-test",
+        "helper", "getattr",
+    ],
+)
+def test_fail_closed_shapes(body, helpers, verdict):
+    assert classify(body, helpers) is verdict

@@ -1,4 +1,4 @@
-"""The ``dspark-attn-plugin`` command: ``status`` and ``verify``."""
+"""The ``dspark-attn-plugin`` command: ``status``, ``verify`` and ``diagnose``."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 import sys
 
 from dspark_attn_plugin import __version__
+from dspark_attn_plugin.diagnose import EXIT_CODES_HELP as DIAGNOSE_EXIT_CODES
 from dspark_attn_plugin.verify import EXIT_CODES_HELP as VERIFY_EXIT_CODES
 
 EXIT_USAGE = 2
@@ -18,7 +19,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Check whether this machine's vLLM needs, and gets, the "
         "DeepSeek-V4 DSpark warmup fix (vLLM #50693).",
     )
-    parser.add_argument("--version", action="version", version=__version__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     status = sub.add_parser(
         "status",
@@ -35,7 +36,29 @@ def _parser() -> argparse.ArgumentParser:
         "buffer, runs vLLM's own warmup on it, then the fixed one. "
         + VERIFY_EXIT_CODES,
     )
+    diagnose = sub.add_parser(
+        "diagnose",
+        help="read a vLLM server log: is it the #50615 crash, and did the plugin "
+        "cover every process that runs the model?",
+        description="Reads vLLM server logs (LOG files, or standard input for '-' or "
+        "none), streamed, whatever their size. " + DIAGNOSE_EXIT_CODES,
+    )
+    diagnose.add_argument("logs", nargs="*", metavar="LOG",
+                          help="log files, read as one deployment's ('-': standard input)")
+    diagnose.add_argument("--json", action="store_true", help="print one JSON object")
     return parser
+
+
+def _diagnose(paths: list[str], as_json: bool) -> int:
+    from dspark_attn_plugin import diagnose
+
+    try:
+        result = diagnose.diagnose(diagnose.read_paths(paths))
+    except diagnose.LogError as exc:
+        print(f"dspark-attn-plugin diagnose: {exc}", file=sys.stderr)
+        return diagnose.EXIT_UNREADABLE
+    print(json.dumps(result.to_dict()) if as_json else diagnose.render(result))
+    return result.exit_code
 
 
 def _status(as_json: bool) -> int:
@@ -57,11 +80,14 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command is None:
         _parser().print_usage(sys.stderr)
-        print("dspark-attn-plugin: error: name a command: status or verify", file=sys.stderr)
+        print("dspark-attn-plugin: error: name a command: status, verify or diagnose",
+              file=sys.stderr)
         return EXIT_USAGE
     try:
         if args.command == "status":
             return _status(args.json)
+        if args.command == "diagnose":
+            return _diagnose(args.logs, args.json)
         from dspark_attn_plugin import verify
 
         return verify.run()

@@ -69,7 +69,9 @@ def instrument() -> None:
 
 
 def uninstrument() -> None:
-    """Remove the hook and put vLLM's own ``forward_mqa`` back."""
+    """Remove the hook and put vLLM's own ``forward_mqa`` back, unless
+    another plugin has wrapped the patched function since (then the class is
+    left as it is, with one WARNING)."""
     global _hook
     with _lock:
         if _hook is not None:
@@ -79,8 +81,16 @@ def uninstrument() -> None:
         if module is not None and hasattr(module, CLASS_NAME):
             from dspark_attn_plugin import patch
 
-            if patch.remove(module):
-                logger.debug("dspark-attn-plugin removed its patch of %s", TARGET)
+            try:
+                if patch.remove(module):
+                    logger.debug("dspark-attn-plugin removed its patch of %s", TARGET)
+            except patch.ForeignWrapperError as exc:
+                logger.warning(
+                    "dspark-attn-plugin cannot put vLLM's %s back (%s); the class "
+                    "is left as it is",
+                    TARGET,
+                    exc,
+                )
 
 
 def _vllm_version() -> str:

@@ -14,7 +14,8 @@ from importlib import metadata
 
 from dspark_attn_plugin import __version__, settings
 from dspark_attn_plugin.target import FLASHMLA_PATH
-from dspark_attn_plugin.warmup_shape import Verdict, classify_source
+from dspark_attn_plugin.warmup_edit import plan_edit
+from dspark_attn_plugin.warmup_shape import Verdict
 
 ENTRY_POINT_GROUP = "vllm.general_plugins"
 ENTRY_POINT_NAME = "dspark_attn_plugin"
@@ -130,8 +131,9 @@ def collect(environ=os.environ) -> Status:
     elif verdict is Verdict.UNKNOWN:
         code = EXIT_ERROR
         advice = (
-            "This vLLM cannot be judged from its files: the plugin will leave it "
-            "alone. Run `dspark-attn-plugin verify` on this build before rolling out."
+            "This vLLM cannot be judged safe from its files, or cannot be patched: "
+            "the plugin will leave it alone. Run `dspark-attn-plugin verify` on this "
+            "build before rolling out."
         )
     elif verdict is Verdict.AFFECTED and not active:
         code = EXIT_UNPROTECTED
@@ -191,7 +193,14 @@ def _classify_file(package_dir: str, flashmla_path: str) -> tuple[Verdict, str]:
             source = f.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise StatusError(f"cannot read {flashmla_path}: {exc}") from exc
-    result = classify_source(source)
+    # The runtime's own plan: protected only where the patch would be built
+    # (everything but the bytecode check, which needs the loaded module).
+    plan = plan_edit(source)
+    result = plan.classification
+    if result.verdict is Verdict.AFFECTED and not plan.applies:
+        return Verdict.UNKNOWN, (
+            f"{result.reason}, but the plugin cannot patch it: {plan.refusal}"
+        )
     return result.verdict, result.reason
 
 

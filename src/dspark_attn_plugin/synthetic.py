@@ -93,21 +93,42 @@ def warmup_context() -> Iterator[ForwardContext]:
 
 
 @contextlib.contextmanager
-def idle_step_context(layers: Iterable, device="cpu") -> Iterator[ForwardContext]:
-    """A steady-state forward context with real metadata for ``layers`` that
-    has no prefill and no decode tokens: vLLM's own ``forward_mqa`` body runs
-    its bookkeeping and returns without launching kernels."""
+def step_context(
+    layers: Iterable,
+    device="cpu",
+    *,
+    num_decodes: int = 0,
+    num_decode_tokens: int = 0,
+    num_prefills: int = 0,
+    num_prefill_tokens: int = 0,
+    layer_metadata: object = None,
+) -> Iterator[ForwardContext]:
+    """A steady-state forward context with real SWA metadata for ``layers``
+    (and ``layer_metadata`` as each layer's own) describing a batch of
+    ``num_decodes`` decode and ``num_prefills`` prefill requests, decodes
+    first, as vLLM orders them."""
     from vllm.v1.attention.backends.mla.sparse_swa import DeepseekSparseSWAMetadata
 
     swa = DeepseekSparseSWAMetadata(
         block_table=torch.zeros((1, 1), dtype=torch.int32, device=device),
         slot_mapping=torch.zeros((1,), dtype=torch.int64, device=device),
         block_size=64,
+        num_decodes=num_decodes,
+        num_decode_tokens=num_decode_tokens,
+        num_prefills=num_prefills,
+        num_prefill_tokens=num_prefill_tokens,
     )
     metadata: dict = {}
     for layer in layers:
-        metadata[layer.prefix] = None
+        metadata[layer.prefix] = layer_metadata
         metadata[layer.swa_cache_layer.prefix] = swa
     ctx = ForwardContext(no_compile_layers={}, attn_metadata=metadata, slot_mapping={})
     with override_forward_context(ctx):
         yield ctx
+
+
+def idle_step_context(layers: Iterable, device="cpu"):
+    """A steady-state forward context with real metadata for ``layers`` that
+    has no prefill and no decode tokens: vLLM's own ``forward_mqa`` body runs
+    its bookkeeping and returns without launching kernels."""
+    return step_context(layers, device)

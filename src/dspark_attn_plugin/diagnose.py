@@ -1,0 +1,249 @@
+"""``dspark-attn-plugin diagnose``: is this server log the #50615 crash, and
+did the plugin cover every process that runs the model?
+
+Exit status:
+
+0  protected, or not needed: the plugin patched every process that ran the
+   model's warmup, or it found the build not affected / fixed there;
+1  the #50615 crash (the warmup's ``topk_indices_buffer`` assertion under
+   ``profile_run``) with the plugin not in effect; a one-line remedy says
+   what to change;
+2  nothing conclusive: an empty log, not a vLLM log, a log that stops before
+   the warmup, or a server that started with the plugin not in effect in
+   every process that runs the model;
+3  a different crash: this plugin does not address it;
+4  the input cannot be read (a missing file, a folder, binary data, text
+   that is not UTF-8).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import asdict, dataclass, field
+
+from dspark_attn_plugin.log_reader import Log, LogError, LogReader, Process, Traceback, read_lines
+
+EXIT_OK, EXIT_CRASH, EXIT_INCONCLUSIVE, EXIT_OTHER_CRASH, EXIT_UNREADABLE = 0, 1, 2, 3, 4
+
+EXIT_CODES_HELP = (
+    "Exit status: 0 protected or not needed (the plugin patched every process that "
+    "ran the model's warmup, or the build is not affected / fixed); 1 the #50615 "
+    "crash with the plugin not in effect (a remedy follows); 2 nothing conclusive "
+    "(empty, not a vLLM log, stops before the warmup, or the plugin not in effect "
+    "in every process that runs the model); 3 a different crash, which this plugin "
+    "does not address; 4 the input cannot be read."
+)
+
+PLUGIN_NAME = "dspark_attn_plugin"
+# Exceptions that stop a server rather than crash it.
+STOPS = {"KeyboardInterrupt", "SystemExit", "CancelledError"}
+
+
+@dataclass
+class Diagnosis:
+    verdict: str  # protected, not-needed, crash-50615, other-crash, inconclusive
+    exit_code: int
+    summary: str
+    remedy: str | None = None
+    crash: dict | None = None
+    processes: list[dict] = field(default_factory=list)
+    lines_read: int = 0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _where(tb: Traceback) -> dict:
+    frame = tb.innermost
+    return {
+        "exception": tb.exc_type,
+        "message": tb.message,
+        "file": frame.file if frame else None,
+        "line": frame.line if frame else None,
+        "function": frame.func if frame else None,
+        "statement": frame.statement if frame else None,
+        "under_profile_run": "profile_run" in tb.functions,
+    }
+
+
+def _process_report(p: Process) -> dict:
+    return {
+        "process": p.label,
+        "pid": p.pid,
+        "names": p.names,
+        "runs_model": p.runs_model,
+        "plugin": [{"state": s, "detail": d} for s, d in p.plugin],
+        "rescued": p.rescued,
+        "crash_50615": next((_where(t) for t in p.tracebacks if t.is_50615()), None),
+        "errors": [_where(t) for t in p.tracebacks if not t.is_50615()][:3],
+    }
+
+
+def _remedy(log: Log, crashed: list[Process]) -> str:
+    states = set().union(*(p.plugin_states() for p in crashed))
+    anywhere = set().union(*(p.plugin_states() for p in log.processes.values()))
+    if "disabled" in states:
+        return ("Remove DSPARK_ATTN_PLUGIN=off (or set it to auto) from the environment "
+                "of the processes that run vLLM.")
+    if "patched" in states:
+        return ("The plugin patched this process and the warmup still failed at the "
+                "assertion: run `dspark-attn-plugin verify` in the image and report it.")
+    if "left-alone" in states:
+        return ("The plugin left this build's code alone (see its WARNING): run "
+                "`dspark-attn-plugin status` in the image; the build cannot be patched.")
+    names = ", ".join(p.label for p in crashed)
+    if anywhere:
+        return (f"The plugin is not in effect in {names}: install dspark-attn-plugin in "
+                "the environment of every process that runs vLLM (and, if VLLM_PLUGINS "
+                f"is set there, name {PLUGIN_NAME} in it).")
+    excluded = (
+        PLUGIN_NAME in log.listed_plugins and log.loading_plugins
+        and PLUGIN_NAME not in log.loading_plugins
+    ) or (log.vllm_plugins_env is not None and PLUGIN_NAME not in log.vllm_plugins_env.split(","))
+    if excluded:
+        return (f"VLLM_PLUGINS is set and leaves the plugin out: add {PLUGIN_NAME} to "
+                "VLLM_PLUGINS.")
+    return ("Install dspark-attn-plugin into the image that runs vLLM (`pip install "
+            f"dspark-attn-plugin`); if VLLM_PLUGINS is set, name {PLUGIN_NAME} in it.")
+
+
+def _state_text(p: Process) -> str:
+    parts = []
+    for state, detail in p.plugin:
+        if state in ("patched", "not-affected", "fixed"):
+            parts.append(f"{state} (vLLM {detail})")
+        elif state == "left-alone":
+            parts.append("left vLLM's code alone with a WARNING")
+        else:
+            parts.append("disabled by DSPARK_ATTN_PLUGIN=off")
+    return "; ".join(parts) or "no line from the plugin"
+
+
+def diagnose(log: Log) -> Diagnosis:
+    # Lines with no prefix that said nothing of interest are no process to report.
+    procs = [
+        p for p in log.ordered()
+        if p.names or p.plugin or p.tracebacks or p.runs_model or p.rescued
+    ]
+    reports = [_process_report(p) for p in procs]
+
+    def made(verdict: str, code: int, summary: str, **more) -> Diagnosis:
+        if stopped_at is not None and verdict != "other-crash":
+            summary += f" (The server was stopped at line {stopped_at:,} of the log.)"
+        return Diagnosis(verdict, code, summary, processes=reports, lines_read=log.lines, **more)
+
+    stops = [t.line_no for p in procs for t in p.tracebacks if t.exc_type.split(".")[-1] in STOPS]
+    stopped_at = min(stops) if stops else None
+    crashed = [p for p in procs if any(t.is_50615() for t in p.tracebacks)]
+    if crashed:
+        first = next(t for t in crashed[0].tracebacks if t.is_50615())
+        where = _where(first)
+        crash = {**where, "processes": [p.label for p in crashed]}
+        return made(
+            "crash-50615", EXIT_CRASH,
+            f"vllm-project/vllm#50615: AssertionError at {where['file']}:{where['line']} "
+            f"in forward_mqa under profile_run, in {', '.join(crash['processes'])}.",
+            remedy=_remedy(log, crashed), crash=crash,
+        )
+    # A stop (Ctrl-C, SIGTERM turned into SystemExit, a cancelled task) is
+    # no crash, and what other processes raise after it follows from it.
+    errors = [
+        (t.line_no, p, t) for p in procs for t in p.tracebacks
+        if stopped_at is None or t.line_no < stopped_at
+    ]
+    if errors:
+        _, proc, tb = min(errors, key=lambda e: e[0])
+        where = _where(tb)
+        place = f"{where['file']}:{where['line']} in {where['function']}" if where["file"] else "?"
+        return made(
+            "other-crash", EXIT_OTHER_CRASH,
+            f"A different crash: {tb.exc_type} at {place}, in {proc.label} (the first "
+            "traceback in the log). dspark-attn-plugin does not address it.",
+            crash={**where, "processes": [proc.label]},
+        )
+    if log.vllm_lines == 0:
+        what = "empty" if log.lines == 0 else "not a vLLM log (no vLLM log line in it)"
+        return made("inconclusive", EXIT_INCONCLUSIVE, f"Nothing conclusive: the input is {what}.")
+    model = [p for p in procs if p.runs_model]
+    if not model:
+        return made("inconclusive", EXIT_INCONCLUSIVE,
+                    "Nothing conclusive: the log stops before any process loads the model.")
+    if not any(p.past_warmup for p in procs):
+        return made("inconclusive", EXIT_INCONCLUSIVE,
+                    "Nothing conclusive: the log stops before the model's warmup "
+                    "(profile_run) is over.")
+    if all("patched" in p.plugin_states() for p in model):
+        rescued = sum(1 for p in model if p.rescued)
+        return made(
+            "protected", EXIT_OK,
+            f"Protected: the plugin patched every process that runs the model "
+            f"({', '.join(p.label for p in model)}); {rescued} of them warmed up an "
+            "SWA-only layer without topk_indices_buffer through the fix.",
+        )
+    if all(p.plugin_states() & {"not-affected", "fixed"} for p in model):
+        return made("not-needed", EXIT_OK,
+                    "Not needed: the plugin found this vLLM not affected or fixed in every "
+                    "process that runs the model, and left it untouched.")
+    uncovered = [p for p in model if not p.plugin_states() & {"patched", "not-affected", "fixed"}]
+    return made(
+        "inconclusive", EXIT_INCONCLUSIVE,
+        "The server got past its warmup, but the plugin is not in effect in "
+        + ", ".join(f"{p.label} ({_state_text(p)})" for p in uncovered)
+        + ": this log does not show the deployment protected.",
+    )
+
+
+def read_paths(paths: list[str], stdin=None) -> Log:
+    """Read the logs named (``-`` is standard input) as one deployment's."""
+    reader = LogReader()
+    for index, path in enumerate(paths or ["-"]):
+        if index:
+            reader.next_source()
+        if path == "-":
+            stream = stdin if stdin is not None else sys.stdin.buffer
+            for line in read_lines(stream, "standard input"):
+                reader.feed(line)
+            continue
+        if os.path.isdir(path):
+            raise LogError(f"{path}: is a folder, not a log file")
+        try:
+            with open(path, "rb") as stream:
+                for line in read_lines(stream, path):
+                    reader.feed(line)
+        except OSError as exc:
+            raise LogError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return reader.log
+
+
+def render(d: Diagnosis) -> str:
+    lines = [d.summary]
+    if d.crash and d.verdict == "crash-50615" and d.crash.get("statement"):
+        lines.append(f"  the failing statement: {d.crash['statement']}")
+    if d.remedy:
+        lines.append(f"Remedy: {d.remedy}")
+    if d.processes:
+        lines.append("")
+        lines.append("Processes (in order of appearance):")
+        width = max(len(p["process"]) for p in d.processes)
+        for p in d.processes:
+            notes = []
+            if p["runs_model"]:
+                notes.append("runs the model")
+            plugin = [
+                f"{x['state']} (vLLM {x['detail']})" if x["state"] in ("patched", "not-affected", "fixed")
+                else "left vLLM's code alone (WARNING)" if x["state"] == "left-alone"
+                else "disabled by DSPARK_ATTN_PLUGIN=off"
+                for x in p["plugin"]
+            ]
+            notes.append("plugin: " + ("; ".join(plugin) if plugin else "no line"))
+            if p["rescued"]:
+                notes.append(f"warmed up {p['rescued'][0]} through the fix")
+            if p["crash_50615"]:
+                notes.append("raised the #50615 AssertionError")
+            elif p["errors"]:
+                e = p["errors"][0]
+                notes.append(f"raised {e['exception']}")
+            lines.append(f"  {p['process']:<{width}}  " + "; ".join(notes))
+    lines.append(f"({d.lines_read:,} lines read; exit {d.exit_code})")
+    return "\n".join(lines)

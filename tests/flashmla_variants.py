@@ -1,0 +1,155 @@
+"""Variants of the installed vLLM's flashmla module, derived from its source.
+
+Each function takes the real vLLM 0.27.1 ``flashmla.py`` text and returns it
+with one change of the kind a release or a fork makes, so that the tests
+exercise the plugin on code shaped like the real thing rather than on text
+written by hand. ``load`` executes a variant as a module (from a file, so it
+has source and a loader, as vLLM's own does).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import types
+from pathlib import Path
+
+from dspark_attn_plugin.target import FLASHMLA_MODULE
+
+# The #50298 assertion in the warmup branch, with the line after it: the
+# same assertion text also stands in _forward_prefill.
+WARMUP_ASSERT = (
+    "            assert self.topk_indices_buffer is not None\n"
+    "            top_k = 0 if swa_only else self.topk_indices_buffer.shape[-1]\n"
+)
+WARMUP_M = "            M = N + self.window_size + self.max_num_batched_tokens\n"
+SIGNATURE_END = (
+    "        positions: torch.Tensor,\n        output: torch.Tensor,\n    ) -> None:\n"
+)
+
+
+def _replace_once(source: str, old: str, new: str) -> str:
+    assert source.count(old) == 1, f"expected one {old!r} in vLLM's flashmla.py"
+    return source.replace(old, new)
+
+
+# --- shapes a release has ------------------------------------------------------
+
+
+def upstream_fix(source: str) -> str:
+    """vLLM #50693's change (0.28.0): the assertion only for sparse layers."""
+    return _replace_once(
+        source,
+        WARMUP_ASSERT,
+        "            if swa_only:\n"
+        "                top_k = 0\n"
+        "            else:\n"
+        "                assert self.topk_indices_buffer is not None\n"
+        "                top_k = self.topk_indices_buffer.shape[-1]\n",
+    )
+
+
+def without_buffer_use(source: str) -> str:
+    """The assertion removed and top-k not read from the buffer (no use of
+    it in the warmup at all, as in 0.26.0)."""
+    return _replace_once(source, WARMUP_ASSERT, "            top_k = 0\n")
+
+
+# --- what forks do around the affected shape ------------------------------------
+
+
+def extra_parameter(source: str) -> str:
+    """An added optional keyword parameter."""
+    return _replace_once(
+        source,
+        SIGNATURE_END,
+        "        positions: torch.Tensor,\n"
+        "        output: torch.Tensor,\n"
+        "        layer_name: str | None = None,\n"
+        "    ) -> None:\n",
+    )
+
+
+def renamed_parameter(source: str) -> str:
+    """``positions`` renamed ``pos`` and one annotation changed."""
+    source = _replace_once(source, "        positions: torch.Tensor,\n        output", "        pos: \"torch.Tensor\",\n        output")
+    return _replace_once(
+        source,
+        "                positions=positions[num_decode_tokens:],\n",
+        "                positions=pos[num_decode_tokens:],\n",
+    )
+
+
+def larger_gather(source: str) -> str:
+    """A fork that sizes its warmup's gather buffer differently."""
+    return _replace_once(
+        source,
+        WARMUP_M,
+        "            M = N + 2 * self.window_size + self.max_num_batched_tokens\n",
+    )
+
+
+def assert_in_helper_method(source: str) -> str:
+    """The assertion moved into a method of the class: affected, but not the
+    statement upstream's edit applies to."""
+    source = _replace_once(
+        source,
+        WARMUP_ASSERT,
+        "            self._require_topk()\n"
+        "            top_k = 0 if swa_only else self.topk_indices_buffer.shape[-1]\n",
+    )
+    return _replace_once(
+        source,
+        "    def forward_mqa(\n",
+        "    def _require_topk(self) -> None:\n"
+        "        assert self.topk_indices_buffer is not None\n\n"
+        "    def forward_mqa(\n",
+    )
+
+
+# --- shapes that crash but that a lax classifier would call fixed ---------------
+
+FAIL_OPEN = {
+    "alias-then-assert": (
+        "            buf = self.topk_indices_buffer\n"
+        "            assert buf is not None\n"
+        "            top_k = 0 if swa_only else self.topk_indices_buffer.shape[-1]\n"
+    ),
+    "truth-test": (
+        "            assert self.topk_indices_buffer\n"
+        "            top_k = 0 if swa_only else self.topk_indices_buffer.shape[-1]\n"
+    ),
+    "module-helper": (
+        "            _require(self.topk_indices_buffer)\n"
+        "            top_k = 0 if swa_only else self.topk_indices_buffer.shape[-1]\n"
+    ),
+    "getattr": (
+        '            assert getattr(self, "topk_indices_buffer") is not None\n'
+        "            top_k = 0 if swa_only else self.topk_indices_buffer.shape[-1]\n"
+    ),
+}
+
+_MODULE_HELPER = "\n\ndef _require(buffer):\n    assert buffer is not None\n"
+
+
+def fail_open(source: str, name: str) -> str:
+    source = _replace_once(source, WARMUP_ASSERT, FAIL_OPEN[name])
+    return source + _MODULE_HELPER if name == "module-helper" else source
+
+
+# --- loading ---------------------------------------------------------------------
+
+
+def load(source: str, folder: Path, install: bool = False) -> types.ModuleType:
+    """Execute ``source`` as a module from ``folder/flashmla.py``; with
+    ``install``, it takes vLLM's flashmla module's place in ``sys.modules``
+    (forked tests only)."""
+    path = folder / "flashmla.py"
+    path.write_text(source)
+    name = FLASHMLA_MODULE if install else "flashmla_variant"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    if install:
+        sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

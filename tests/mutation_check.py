@@ -1,0 +1,210 @@
+"""Mutation check: break the plugin on purpose and watch the offline tests go red.
+
+    make mutants                       # every mutation
+    python tests/mutation_check.py --only guard-never-fires --json out.json
+
+Each mutation is a text replacement in a copy of ``src/dspark_attn_plugin``
+(the replaced text must occur exactly once, so a mutation that no longer
+fits the code is reported, not silently skipped). The offline tests
+(``-m "not network"``) then run against that copy, put first on
+``PYTHONPATH``; a mutation is *killed* when at least one test fails. The
+unmutated copy runs first and must pass. Exit status: 0 every mutation
+killed; 1 one survived or the baseline failed; 2 a mutation did not apply.
+Not part of ``.ci/run``: one run takes several minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "src" / "dspark_attn_plugin"
+# The one test that checks the plugin comes from the installed wheel: a copy
+# on PYTHONPATH is, by design, not that.
+DESELECT = ["tests/test_packaging.py::test_plugin_is_imported_from_an_installed_wheel"]
+
+# name -> (what the mutation breaks, [(file, old, new), ...])
+MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
+    "guard-never-fires": (
+        "the edit's SWA-only test is never true",
+        [("warmup_edit.py", 'f"if {layer}.{RATIO_ATTR} <= 1:', 'f"if {layer}.{RATIO_ATTR} < 0:')],
+    ),
+    "no-reservation": (
+        "SWA-only layers return before vLLM's reservation",
+        [("warmup_edit.py", '"\\n    {swa_arm}\\nelse:', '"\\n    {swa_arm}\\n    return\\nelse:')],
+    ),
+    "output-not-zeroed": (
+        "the edit drops the warmup's zeroing of the output",
+        [(
+            "warmup_edit.py",
+            "    branch.body[index] = _conditional(assertion, layer, note=True)\n",
+            "    branch.body[index] = _conditional(assertion, layer, note=True)\n"
+            "    branch.body[:] = [s for s in branch.body if 'zero_' not in ast.unparse(s)]\n",
+        )],
+    ),
+    "classifier-says-affected-for-everything": (
+        "fixed and not-affected code read as affected",
+        [
+            ("warmup_shape.py", "            Verdict.FIXED,\n", "            Verdict.AFFECTED,\n"),
+            ("warmup_shape.py", "        Verdict.NOT_AFFECTED, f\"{where}", "        Verdict.AFFECTED, f\"{where}"),
+        ],
+    ),
+    "fixed-and-not-affected-patched-too": (
+        "the runtime patches code that is not affected",
+        [
+            (
+                "instrumentation.py",
+                "    if result.verdict is Verdict.AFFECTED:\n",
+                "    if result.verdict in (Verdict.AFFECTED, Verdict.FIXED, Verdict.NOT_AFFECTED):\n",
+            ),
+            (
+                "warmup_edit.py",
+                "    if classification.verdict is not Verdict.AFFECTED:\n",
+                "    if False:\n",
+            ),
+        ],
+    ),
+    "bytecode-check-skipped": (
+        "a source that is not the loaded code gets patched",
+        [("patch.py", "    if not _same_code(plain_code, stock.__code__):\n", "    if False:\n")],
+    ),
+    "guard-on-steady-path": (
+        "SWA-only layers return at the top of forward_mqa, steady steps too",
+        [(
+            "warmup_edit.py",
+            "    return EditPlan(classification, tree, function, edited)\n",
+            "    edited.body.insert(0, ast.parse(f'if {layer}.compress_ratio <= 1:\\n    return').body[0])\n"
+            "    return EditPlan(classification, tree, function, edited)\n",
+        )],
+    ),
+    "decode-dispatch-dropped": (
+        "the patched steady path never calls _forward_decode",
+        [(
+            "warmup_edit.py",
+            "    return EditPlan(classification, tree, function, edited)\n",
+            "    edited.body[:] = [s for s in edited.body if 'num_decodes > 0' not in ast.unparse(s)]\n"
+            "    return EditPlan(classification, tree, function, edited)\n",
+        )],
+    ),
+    "prefill-dispatch-dropped": (
+        "the patched steady path never calls _forward_prefill",
+        [(
+            "warmup_edit.py",
+            "    return EditPlan(classification, tree, function, edited)\n",
+            "    edited.body[:] = [s for s in edited.body if 'num_prefills > 0' not in ast.unparse(s)]\n"
+            "    return EditPlan(classification, tree, function, edited)\n",
+        )],
+    ),
+    "sparse-layers-through-the-fix": (
+        "the assertion is dropped for sparse layers too",
+        [("warmup_edit.py", "    node.orelse = [assertion]\n", "    node.orelse = [ast.Pass()]\n")],
+    ),
+    "rescue-note-silent": (
+        "the once-per-process rescue line is never logged",
+        [("rescue_note.py", "    global _said\n    if _said:\n", "    global _said\n    if True:\n")],
+    ),
+    "wrapper-taken-for-ours": (
+        "ownership read from an attribute a functools.wraps wrapper copies",
+        [(
+            "patch.py",
+            "    return isinstance(func, types.FunctionType) and func in _ours\n",
+            "    return isinstance(func, types.FunctionType) and (\n"
+            "        func in _ours or '__wrapped__' in func.__dict__)\n",
+        )],
+    ),
+    "status-ignores-the-patch-plan": (
+        "status says protected where the patch would be refused",
+        [("status.py", "    if result.verdict is Verdict.AFFECTED and not plan.applies:\n", "    if False:\n")],
+    ),
+    "classifier-accepts-any-buffer-use": (
+        "an aliased or passed-on buffer read as safe (fails open)",
+        [(
+            "warmup_shape.py",
+            '            self._unresolved(node, reach, f"uses {BUFFER_ATTR} other than by testing it against None")\n',
+            "            pass\n",
+        )],
+    ),
+}
+
+
+def _apply(copy: Path, changes: list[tuple[str, str, str]]) -> str | None:
+    for name, old, new in changes:
+        path = copy / name
+        text = path.read_text(encoding="utf-8")
+        if text.count(old) != 1:
+            return f"{name}: expected the text once, found it {text.count(old)} times: {old!r}"
+        path.write_text(text.replace(old, new), encoding="utf-8")
+    return None
+
+
+def _run_tests(copy_root: Path, timeout: int) -> tuple[int, float, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(copy_root), env.get("PYTHONPATH")]))
+    cmd = [
+        sys.executable, "-m", "pytest", "--forked", "-x", "-q", "-p", "no:cacheprovider",
+        "-m", "not network", *(f"--deselect={d}" for d in DESELECT), "tests",
+    ]
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=timeout)
+        rc, out = proc.returncode, proc.stdout + proc.stderr
+    except subprocess.TimeoutExpired as exc:
+        rc, out = 124, f"timed out after {timeout} s\n{exc.stdout or ''}"
+    failed = [l for l in out.splitlines() if l.startswith(("FAILED", "ERROR"))]
+    return rc, time.monotonic() - start, failed[0] if failed else out.strip().splitlines()[-1:][0] if out.strip() else ""
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", action="append", choices=sorted(MUTATIONS),
+                        help="run this mutation only (repeatable)")
+    parser.add_argument("--timeout", type=int, default=900, help="seconds per test run")
+    parser.add_argument("--json", help="write the results to this file")
+    args = parser.parse_args(argv)
+    names = args.only or list(MUTATIONS)
+
+    results = []
+    code = 0
+    with tempfile.TemporaryDirectory(prefix="dspark-mutants-") as tmp:
+        for name in ["(baseline)", *names]:
+            root = Path(tmp) / name.strip("()")
+            shutil.copytree(PACKAGE, root / "dspark_attn_plugin")
+            what, changes = ("no change", []) if name == "(baseline)" else MUTATIONS[name]
+            problem = _apply(root / "dspark_attn_plugin", changes)
+            if problem:
+                results.append({"mutation": name, "outcome": "did not apply", "detail": problem})
+                print(f"{name:<42} DID NOT APPLY  {problem}", flush=True)
+                code = max(code, 2)
+                continue
+            rc, seconds, first = _run_tests(root, args.timeout)
+            if name == "(baseline)":
+                outcome = "passes" if rc == 0 else "FAILS"
+                if rc != 0:
+                    code = 1
+            else:
+                outcome = "killed" if rc != 0 else "SURVIVED"
+                if rc == 0:
+                    code = max(code, 1)
+            results.append({"mutation": name, "breaks": what, "outcome": outcome,
+                            "pytest_exit": rc, "seconds": round(seconds, 1), "first_failure": first})
+            print(f"{name:<42} {outcome:<9} {seconds:6.1f} s  {first}", flush=True)
+            if name == "(baseline)" and rc != 0:
+                break
+    killed = sum(r["outcome"] == "killed" for r in results)
+    print(f"{killed} of {len(names)} mutations killed", flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

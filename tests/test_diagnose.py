@@ -1,0 +1,280 @@
+"""``dspark-attn-plugin diagnose`` on the real server logs of the H200 runs
+(``benchmarks/results/``), and on edge cases made by transforming them."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from dspark_attn_plugin import diagnose
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results" / "engine-e2e-2026-11-30"
+CLI = shutil.which("dspark-attn-plugin", path=os.path.dirname(sys.executable))
+
+# Every committed log and what diagnose must say of it.
+EXPECTED = {
+    # the affected stand-in, stock or with the plugin off: the #50615 crash
+    "run-A-standin-stock.log": 1,
+    "run-C-standin-stock.log": 1,
+    "run-C-standin-plugin-off.log": 1,
+    # the stand-in with the plugin: patched, rescued (A was stopped once past
+    # profile_run, before it became healthy)
+    "run-0-standin-plugin.log": 0,
+    "run-A-standin-plugin.log": 0,
+    "run-C-standin-plugin.log": 0,
+    "run-D-standin-plugin.log": 0,
+    # released 0.26.0 with the plugin: not affected
+    "run-B-released-plugin.log": 0,
+    "run-C-released-plugin.log": 0,
+    # cost servers (no speculative decoding): with the plugin, patched ...
+    "run-C-cost-plugin-0.log": 0,
+    "run-C-cost-plugin-1.log": 0,
+    "run-D-cost-plugin-0.log": 0,
+    "run-D-cost-plugin-1.log": 0,
+    "run-D-cost-plugin-2.log": 0,
+    # ... without it, started but not shown protected
+    "run-C-cost-stock-0.log": 2,
+    "run-C-cost-stock-1.log": 2,
+    "run-D-cost-stock-0.log": 2,
+    "run-D-cost-stock-1.log": 2,
+    "run-D-cost-stock-2.log": 2,
+    # a DeepGEMM RuntimeError in the first run's stock cost server
+    "run-B-cost-stock-0.log": 3,
+}
+
+
+def run(*args, stdin: bytes | None = None):
+    return subprocess.run([CLI, "diagnose", *map(str, args)], input=stdin,
+                          capture_output=True, timeout=120)
+
+
+def lines_of(name: str) -> list[str]:
+    return (RESULTS / name).read_text(encoding="utf-8").splitlines(keepends=True)
+
+
+def diagnosed(text: str) -> diagnose.Diagnosis:
+    import io
+
+    return diagnose.diagnose(diagnose.read_paths(["-"], stdin=io.BytesIO(text.encode())))
+
+
+def test_every_committed_log_is_listed():
+    assert sorted(p.name for p in RESULTS.glob("*.log")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_committed_logs(name):
+    proc = run(RESULTS / name, "--json")
+    report = json.loads(proc.stdout)
+    assert proc.returncode == report["exit_code"] == EXPECTED[name], report["summary"]
+    assert proc.stderr == b""
+
+
+def test_stock_crash_names_the_process_file_line_and_remedy():
+    d = diagnosed("".join(lines_of("run-C-standin-stock.log")))
+    assert d.verdict == "crash-50615"
+    assert d.crash["processes"] == ["EngineCore pid=2495"] or d.crash["processes"][0].startswith("EngineCore")
+    assert d.crash["file"].endswith("deepseek_v4/nvidia/flashmla.py")
+    assert d.crash["statement"] == "assert self.topk_indices_buffer is not None"
+    assert d.crash["under_profile_run"]
+    assert d.remedy.startswith("Install dspark-attn-plugin into the image")
+
+
+def test_plugin_off_remedy_says_remove_the_switch():
+    d = diagnosed("".join(lines_of("run-C-standin-plugin-off.log")))
+    assert d.exit_code == 1 and "DSPARK_ATTN_PLUGIN=off" in d.remedy
+    # The API server's first line had no prefix: it is still its line.
+    api = next(p for p in d.processes if p["process"].startswith("APIServer"))
+    assert [x["state"] for x in api["plugin"]] == ["disabled"]
+
+
+def test_vllm_plugins_allowlist_remedy():
+    lines = lines_of("run-C-standin-stock.log")
+    debug = [
+        "DEBUG 11-30 05:40:01 [__init__.py:52] Available plugins for group vllm.general_plugins:\n",
+        "DEBUG 11-30 05:40:01 [__init__.py:54] - dspark_attn_plugin -> dspark_attn_plugin:register\n",
+        "DEBUG 11-30 05:40:01 [__init__.py:54] - other -> other:register\n",
+        "DEBUG 11-30 05:40:01 [__init__.py:66] Loading plugin other\n",
+    ]
+    d = diagnosed("".join(debug + lines))
+    assert d.exit_code == 1 and "add dspark_attn_plugin to VLLM_PLUGINS" in d.remedy
+
+
+# --- transformations of real logs ----------------------------------------------
+
+
+def test_cut_before_the_warmup_is_inconclusive():
+    lines = lines_of("run-C-standin-stock.log")
+    cut = next(i for i, l in enumerate(lines) if "Model loading took" in l)
+    assert diagnosed("".join(lines[:cut])).exit_code == 2
+    assert diagnosed("".join(lines[: cut + 1])).exit_code == 2  # loaded, warmup not over
+    plugin = lines_of("run-D-standin-plugin.log")
+    cut = next(i for i, l in enumerate(plugin) if "warmed up without" in l)
+    assert diagnosed("".join(plugin[:cut])).exit_code == 2
+
+
+def test_two_logs_joined_keep_the_crash():
+    crash, ok = "run-C-standin-stock.log", "run-D-standin-plugin.log"
+    assert diagnosed("".join(lines_of(ok) + lines_of(crash))).exit_code == 1
+    proc = run(RESULTS / ok, RESULTS / crash)
+    assert proc.returncode == 1
+
+
+def test_colours_and_crlf_do_not_change_the_verdict():
+    for name in ("run-C-standin-stock.log", "run-D-standin-plugin.log", "run-C-released-plugin.log"):
+        text = "".join(lines_of(name))
+        coloured = re.sub(r"^\((\w+ pid=\d+)\)", "\x1b[36m(\\1)\x1b[0m", text, flags=re.M)
+        coloured = re.sub(r"\b(INFO|WARNING|ERROR)\b", "\x1b[32m\\1\x1b[0m", coloured)
+        assert coloured != text
+        crlf = text.replace("\n", "\r\n")
+        expected = EXPECTED[name]
+        assert diagnosed(coloured).exit_code == expected, name
+        assert diagnosed(crlf).exit_code == expected, name
+
+
+def test_an_in_process_llm_log_without_prefixes():
+    for name in ("run-C-standin-stock.log", "run-D-standin-plugin.log"):
+        text = re.sub(r"^\(\w+ pid=\d+\) ", "", "".join(lines_of(name)), flags=re.M)
+        d = diagnosed(text)
+        assert d.exit_code == EXPECTED[name]
+        assert [p["process"] for p in d.processes] == ["(no prefix)"]
+
+
+def as_tensor_parallel(name: str, workers: int = 2) -> str:
+    """A real TP 1 log rewritten the way vLLM writes TP > 1: the engine core's
+    model lines move to workers, each of which first logs without a prefix
+    (the plugin's line among them), then as ``Worker``, then as
+    ``Worker_TP<n>``; their error lines carry the executor's log head and
+    end in ``\\r``."""
+    lines = lines_of(name)
+    engine = re.compile(r"^\(EngineCore pid=(\d+)\) ")
+    out: list[str] = []
+    started = False
+    for line in lines:
+        m = engine.match(line)
+        body = line[m.end():] if m else None
+        if m and ("patched" in body or "disabled" in body) and not started:
+            out.append(line)  # the engine core's own plugin line
+            for _ in range(workers):
+                out.append(body)  # each worker's, before its prefix
+            for w in range(workers):
+                out.append(f"(Worker pid={9000 + w}) INFO 11-30 23:20:00 [parallel_state.py:1] rank {w}\n")
+            started = True
+            continue
+        if m and started and ("Model loading" in body or "warmed up" in body
+                              or "Available KV" in body or body.startswith(("ERROR", " ", "Traceback", "Assertion"))):
+            text = body.rstrip("\n")
+            for w in range(workers):
+                if not text.startswith(("ERROR", "INFO", "WARNING")):
+                    text_w = f"ERROR 11-30 23:24:14 [multiproc_executor.py:1007] {text}"
+                else:
+                    text_w = text
+                out.append(f"(Worker_TP{w} pid={9000 + w}) {text_w}\r\n")
+            continue
+        out.append(line)
+    return "".join(out)
+
+
+@pytest.mark.parametrize(
+    "name", ["run-C-standin-stock.log", "run-C-standin-plugin-off.log", "run-D-standin-plugin.log"]
+)
+def test_tensor_parallel_workers_are_judged_per_process(name):
+    d = diagnosed(as_tensor_parallel(name))
+    assert d.exit_code == EXPECTED[name], d.summary
+    workers = [p for p in d.processes if p["process"].startswith("Worker_TP")]
+    assert [p["process"] for p in workers] == ["Worker_TP0 pid=9000", "Worker_TP1 pid=9001"]
+    for w in workers:
+        assert w["runs_model"]
+        # its own unprefixed plugin line, given back to it (stock has none)
+        assert len(w["plugin"]) == (0 if name == "run-C-standin-stock.log" else 1)
+        if EXPECTED[name] == 1:
+            assert w["crash_50615"] is not None
+    if EXPECTED[name] == 1:
+        assert {"Worker_TP0 pid=9000", "Worker_TP1 pid=9001"} <= set(d.crash["processes"])
+
+
+def test_a_worker_without_the_plugin_is_not_protected():
+    text = as_tensor_parallel("run-D-standin-plugin.log")
+    # The second worker's own plugin line is gone: it ran without the plugin.
+    first = text.index("dspark-attn-plugin patched")
+    second_unprefixed = text.index("\nINFO", first)
+    line_end = text.index("\n", second_unprefixed + 1)
+    third = text.index("dspark-attn-plugin patched", line_end)
+    start = text.rindex("\n", 0, third) + 1
+    end = text.index("\n", third) + 1
+    d = diagnosed(text[:start] + text[end:])
+    assert d.exit_code == 2
+    assert "Worker_TP1 pid=9001" in d.summary
+
+
+# --- bad input -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda p: p / "missing.log", "cannot read"),
+        (lambda p: p, "is a folder"),
+        (lambda p: _write(p / "bin.log", b"vLLM\x00\x01\x02"), "binary data"),
+        (lambda p: _write(p / "latin1.log", "INFO caf\xe9\n".encode("latin-1")), "not UTF-8"),
+    ],
+    ids=["missing", "folder", "binary", "not-utf8"],
+)
+def test_bad_input_is_one_line_and_exit_4(tmp_path, make, message):
+    proc = run(make(tmp_path))
+    err = proc.stderr.decode()
+    assert proc.returncode == 4
+    assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert proc.stdout == b""
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+@pytest.mark.parametrize(
+    "data", [b"", b"hello\nthis is not a server log\n"], ids=["empty", "not-vllm"]
+)
+def test_empty_or_foreign_input_is_inconclusive(data):
+    proc = run("-", stdin=data)
+    assert proc.returncode == 2 and b"Nothing conclusive" in proc.stdout
+
+
+def test_standard_input_is_read_without_an_argument():
+    proc = run(stdin=(RESULTS / "run-C-standin-stock.log").read_bytes())
+    assert proc.returncode == 1
+    assert b"Remedy: Install dspark-attn-plugin" in proc.stdout
+
+
+def test_memory_does_not_grow_with_the_log(tmp_path):
+    """A log of ~20 MB is read in well under 1 MB of Python memory."""
+    block = (RESULTS / "run-D-cost-plugin-0.log").read_bytes()
+    big = tmp_path / "big.log"
+    with big.open("wb") as f:
+        for _ in range(20 * 1024 * 1024 // len(block) + 1):
+            f.write(block)
+    tracemalloc.start()
+    try:
+        log = diagnose.read_paths([str(big)])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert log.lines > 100_000
+    assert peak < 1024 * 1024, peak
+
+
+def test_help_lists_the_exit_codes():
+    proc = subprocess.run([CLI, "diagnose", "--help"], capture_output=True, text=True)
+    text = " ".join(proc.stdout.split())
+    for code in range(5):
+        assert f" {code} " in text or f"Exit status: {code}" in text

@@ -1,0 +1,134 @@
+"""Releases' and forks' shapes of ``flashmla.py``, derived offline from the
+installed vLLM 0.27.1's own source: what ``status`` says of each, and what
+the runtime then does. ``status`` may say protected only where the runtime
+patch is built and the SWA-only warmup passes."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import dspark_attn_plugin
+from dspark_attn_plugin import patch, synthetic
+from dspark_attn_plugin.warmup_shape import Verdict, classify_source
+
+import flashmla_variants as variants
+
+LOGGER = "vllm.dspark_attn_plugin"
+CLI = shutil.which("dspark-attn-plugin", path=os.path.dirname(sys.executable))
+
+
+@pytest.fixture
+def source(flashmla):
+    return flashmla.__loader__.get_source(flashmla.__name__)
+
+
+def _status(tmp_path, text: str) -> dict:
+    """``status --json`` on a vLLM tree whose flashmla.py is ``text``."""
+    pkg = tmp_path / "tree" / "vllm" / "models" / "deepseek_v4" / "nvidia"
+    pkg.mkdir(parents=True)
+    (tmp_path / "tree" / "vllm" / "__init__.py").write_text("")
+    (pkg / "flashmla.py").write_text(text)
+    env = {k: v for k, v in os.environ.items() if k not in ("VLLM_PLUGINS", "DSPARK_ATTN_PLUGIN")}
+    env["PYTHONPATH"] = str(tmp_path / "tree")
+    proc = subprocess.run([CLI, "status", "--json"], env=env, capture_output=True,
+                          text=True, timeout=120)
+    report = json.loads(proc.stdout)
+    assert report["exit_code"] == proc.returncode
+    return report
+
+
+def _runtime(tmp_path, text: str, caplog):
+    """Load ``text`` as vLLM's flashmla module, register the plugin, and run
+    the warmup of an SWA-only layer without a buffer: (patched, error)."""
+    module = variants.load(text, tmp_path, install=True)
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    dspark_attn_plugin.register()
+    layer = synthetic.make_layer(module.DeepseekV4FlashMLAAttention, synthetic.SWA_ONLY_NO_BUFFER)
+    q, kv, positions, output = synthetic.qkv()
+    try:
+        with synthetic.warmup_context():
+            layer.forward_mqa(q, kv, positions, output)
+    except AssertionError as exc:
+        return patch.is_patched(module), exc
+    return patch.is_patched(module), None
+
+
+def _messages(caplog, level):
+    return [r.getMessage() for r in caplog.records if r.name == LOGGER and r.levelname == level]
+
+
+# --- releases' shapes: left alone ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "derive, verdict, says",
+    [
+        (variants.upstream_fix, "fixed", "no longer needed"),
+        (variants.without_buffer_use, "not-affected", "is not affected"),
+    ],
+    ids=["upstream-fix", "no-buffer-use"],
+)
+def test_fixed_and_not_affected_code_is_left_alone(
+    tmp_path, source, cpu_workspace, caplog, derive, verdict, says
+):
+    text = derive(source)
+    report = _status(tmp_path, text)
+    assert (report["verdict"], report["exit_code"]) == (verdict, 0)
+    patched, error = _runtime(tmp_path, text, caplog)
+    assert not patched and error is None
+    assert _messages(caplog, "WARNING") == []
+    assert any(says in m for m in _messages(caplog, "INFO"))
+
+
+# --- forks' signatures: patched where the warmup branch is the known shape -------
+
+
+@pytest.mark.parametrize(
+    "derive", [variants.extra_parameter, variants.renamed_parameter, variants.larger_gather],
+    ids=["extra-optional-parameter", "renamed-parameter-and-annotation", "other-sizing"],
+)
+def test_fork_with_the_known_warmup_is_protected_and_patched(
+    tmp_path, source, cpu_workspace, caplog, derive
+):
+    text = derive(source)
+    report = _status(tmp_path, text)
+    assert (report["verdict"], report["protected"], report["exit_code"]) == ("affected", True, 0)
+    patched, error = _runtime(tmp_path, text, caplog)
+    assert patched and error is None
+    assert _messages(caplog, "WARNING") == []
+
+
+def test_affected_code_the_edit_does_not_fit_is_unknown_and_left_alone(
+    tmp_path, source, cpu_workspace, caplog
+):
+    text = variants.assert_in_helper_method(source)
+    assert classify_source(text).verdict is Verdict.AFFECTED
+    report = _status(tmp_path, text)
+    assert (report["verdict"], report["protected"], report["exit_code"]) == ("unknown", False, 2)
+    assert "cannot patch" in report["reason"]
+    patched, error = _runtime(tmp_path, text, caplog)
+    # What status warned of: no patch, and the warmup still fails.
+    assert not patched and error is not None
+    warnings = _messages(caplog, "WARNING")
+    assert len(warnings) == 1 and "cannot patch" in warnings[0]
+
+
+# --- shapes that crash must never read as safe ------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(variants.FAIL_OPEN))
+def test_crashing_shapes_are_never_fixed(tmp_path, source, cpu_workspace, caplog, name):
+    text = variants.fail_open(source, name)
+    assert classify_source(text).verdict in (Verdict.UNKNOWN, Verdict.AFFECTED)
+    report = _status(tmp_path, text)
+    assert report["exit_code"] != 0 and report["protected"] is False
+    patched, error = _runtime(tmp_path, text, caplog)
+    assert not patched and error is not None  # stock crashes there: status was right
+    assert len(_messages(caplog, "WARNING")) == 1
