@@ -26,7 +26,7 @@ define quietly
 	echo "$(2) failed (exit $$rc); full log: $(CURDIR)/$(LOGS)/$(1).log" >&2; exit $$rc; fi
 endef
 
-.PHONY: venv dist install test verify bench clean
+.PHONY: venv dist install test verify bench bench-diagnose mutants clean
 
 # No prerequisite: the venv's name already carries a hash of the requirements
 # (a fresh clone's new file times must not force a rebuild).
@@ -59,6 +59,14 @@ verify: install
 
 bench: install
 	$(BIN)/python benchmarks/bench_plugin.py $(BENCH_ARGS)
+
+bench-diagnose: install
+	$(BIN)/python benchmarks/bench_diagnose.py $(BENCH_ARGS)
+
+# Break the plugin on purpose (tests/mutation_check.py): every mutation must
+# make at least one offline test fail. Several minutes; not part of `make test`.
+mutants: install
+	$(BIN)/python tests/mutation_check.py $(MUTANTS_ARGS)
 
 clean:
 	rm -rf dist build src/*.egg-info $(LOGS)

@@ -15,9 +15,15 @@ Each case is a fresh ``vllm serve`` on a loopback port (cases in
 ``engine/harness.py``): the *affected stand-in* (the installed vLLM with
 vllm-project/vllm#50298's assertion inserted into a linked copy,
 ``engine/standin.py``) without the plugin, with it, and with
-``DSPARK_ATTN_PLUGIN=off``; and vLLM as installed with the plugin. ``--cost``
-adds stock against plugin on the stand-in without speculative decoding:
-engine start time and greedy decode throughput, alternately.
+``DSPARK_ATTN_PLUGIN=off``; and vLLM as installed with the plugin. Servers
+run with CUDA graphs (vLLM's default) unless ``--enforce-eager``, at
+``--tensor-parallel-size`` (each case's checks then hold in every worker).
+``--cost`` adds stock against plugin on the stand-in without speculative
+decoding, one server after the other; ``--paired-cost`` starts stock and
+plugin together and sends them the same greedy batch at the same moment,
+round after round (GPUs swapped each round where there are two, both on one
+GPU otherwise), then stock against stock for the method's own noise.
+Needs Python 3.11 or newer (the plugin itself: 3.10).
 
 The last line of standard output is one JSON object with every figure
 (progress goes to standard error); ``--out FILE`` writes it there too.
@@ -74,6 +80,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--throughput-runs", type=int, default=harness.Settings.throughput_runs)
     parser.add_argument("--start-timeout", type=float, default=harness.Settings.start_timeout_s,
                         help="seconds a server may take to become healthy")
+    parser.add_argument("--paired-cost", action="store_true",
+                        help="stock and plugin started together, the same batch sent to both "
+                        "at once (GPUs swapped every round where there are two), then stock "
+                        "against stock")
+    parser.add_argument("--paired-rounds", type=int, default=harness.Settings.paired_rounds,
+                        help="rounds of the paired cost (default %(default)s)")
+    parser.add_argument("--aa-rounds", type=int, default=harness.Settings.aa_rounds,
+                        help="rounds of stock against stock after them (default %(default)s)")
+    parser.add_argument("--tensor-parallel-size", type=int, default=1,
+                        help="for every case's server (default %(default)s; the cost runs at 1)")
+    parser.add_argument("--enforce-eager", action="store_true",
+                        help="no CUDA graphs (default: vLLM's default, graphs captured)")
+    parser.add_argument("--gpu-memory-utilization", type=float,
+                        default=harness.Settings.gpu_memory_utilization,
+                        help="per server (default %(default)s: two fit on one GPU)")
     parser.add_argument("--out", type=Path, help="also write the JSON report here")
     parser.add_argument("--dry-run", action="store_true",
                         help="build everything, start no server, report the plan")
@@ -82,14 +103,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     unknown = [n for n in names if n not in harness.CASES]
     if unknown:
         parser.error(f"unknown case(s) {', '.join(unknown)}; choose from {', '.join(harness.CASES)}")
-    if not names and not args.cost:
-        parser.error("nothing to run: name cases or give --cost")
+    if sys.version_info < (3, 11):
+        parser.error("needs Python 3.11 or newer (it starts servers with "
+                     "subprocess's process_group); the plugin itself needs 3.10")
+    if not names and not (args.cost or args.paired_cost):
+        parser.error("nothing to run: name cases or give --cost or --paired-cost")
     if not args.plugin_wheel.is_file() or args.plugin_wheel.suffix != ".whl":
         parser.error(f"--plugin-wheel {args.plugin_wheel}: not a wheel file")
     if args.work.exists() and any(args.work.iterdir()):
         parser.error(f"--work {args.work} is not empty")
-    if min(args.cost_rounds, args.throughput_runs) < 1 or args.start_timeout <= 0:
-        parser.error("--cost-rounds, --throughput-runs and --start-timeout must be positive")
+    if min(args.cost_rounds, args.throughput_runs, args.paired_rounds,
+           args.tensor_parallel_size) < 1 or args.aa_rounds < 0 or args.start_timeout <= 0:
+        parser.error("--cost-rounds, --throughput-runs, --paired-rounds, "
+                     "--tensor-parallel-size and --start-timeout must be positive")
     args.case_names = names
     return args
 
@@ -133,7 +159,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     settings = harness.Settings(
         start_timeout_s=args.start_timeout, cost_rounds=args.cost_rounds,
-        throughput_runs=args.throughput_runs,
+        throughput_runs=args.throughput_runs, tensor_parallel_size=args.tensor_parallel_size,
+        enforce_eager=args.enforce_eager, paired_rounds=args.paired_rounds,
+        aa_rounds=args.aa_rounds, gpu_memory_utilization=args.gpu_memory_utilization,
     )
     layout = harness.Layout(args.work)
     vllm = harness.installed_vllm()
@@ -173,9 +201,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.dry_run:
         report["plan"] = {name: vars(harness.CASES[name]) for name in args.case_names}
         report["cost"] = "planned" if args.cost else None
+        report["paired_cost"] = "planned" if args.paired_cost else None
         return _finish(report, args, EXIT_OK)
 
-    report["cases"], report["cost"] = {}, None
+    report["cases"], report["cost"], report["paired_cost"] = {}, None, None
     running = "the start of the run"
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, _raise_stopped)
@@ -198,6 +227,16 @@ def main(argv: list[str] | None = None) -> int:
                 _write(report, args.out)
 
             harness.run_cost(layout, settings, save)
+        if args.paired_cost:
+            running = "paired cost"
+            progress(f"paired cost: {settings.paired_rounds} rounds of stock and plugin at once, "
+                     f"{settings.aa_rounds} of stock and stock, on {gpu.get('count', 1)} GPU(s)")
+
+            def save_paired(paired: dict) -> None:
+                report["paired_cost"] = paired
+                _write(report, args.out)
+
+            harness.run_paired_cost(layout, settings, gpu.get("count") or 1, save_paired)
     except Stopped as stop:
         progress(f"stopped by {stop} during {running}; the report keeps what was measured")
         report["stopped"] = {"signal": str(stop), "during": running}
@@ -208,6 +247,8 @@ def main(argv: list[str] | None = None) -> int:
     failed = [n for n, r in report["cases"].items() if not r["ok"]]
     if report.get("cost") and report["cost"]["problems"]:
         failed.append("cost")
+    if report.get("paired_cost") and report["paired_cost"]["problems"]:
+        failed.append("paired cost")
     report["ok"] = not failed
     return _finish(report, args, EXIT_FAILED if failed else EXIT_OK)
 

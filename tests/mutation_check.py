@@ -39,7 +39,7 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     ),
     "no-reservation": (
         "SWA-only layers return before vLLM's reservation",
-        [("warmup_edit.py", '"\\n    {swa_arm}\\nelse:', '"\\n    {swa_arm}\\n    return\\nelse:')],
+        [("warmup_edit.py", '\\n    {swa_arm}\\nelse:', '\\n    {swa_arm}\\n    return\\nelse:')],
     ),
     "output-not-zeroed": (
         "the edit drops the warmup's zeroing of the output",

@@ -4,6 +4,7 @@ harness's HTTP client, log and metrics reading, arguments and the report."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import subprocess
@@ -24,7 +25,7 @@ START_DETACHED = REPO / "benchmarks" / "engine" / "start_detached.sh"
 COLLECT_DETACHED = REPO / "benchmarks" / "engine" / "collect_detached.sh"
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from engine import harness, logscan  # noqa: E402
+from engine import harness, metrics  # noqa: E402
 from engine.checkpoint import tiny_config, write_checkpoint  # noqa: E402
 from engine.server import Server, free_port  # noqa: E402
 from engine.standin import ASSERTION, insert_assertion, make_standin  # noqa: E402
@@ -175,18 +176,20 @@ def test_a_start_still_running_at_the_timeout_is_reported_as_timed_out_not_waite
         assert server.proc.poll() is None, "returned while the server still runs"
     assert start["healthy"] is False and start["timed_out"] is True
     assert start["exit_code"] is None and start["start_s"] is None
-    problems = harness.check_case(harness.CASES["standin-plugin"], {**start, "plugin_lines": []},
+    problems = harness.check_case(harness.CASES["standin-plugin"],
+                                  {**start, "diagnosis": harness.read_log(server.log_path)},
                                   harness.Layout(tmp_path), 90)
-    assert problems and "still starting when --start-timeout ran out" in problems[0]
+    assert any("still starting when --start-timeout ran out" in p for p in problems)
 
 
 def test_a_start_that_exits_is_reported_with_its_exit_code(tmp_path):
     with _sleeper(tmp_path, "raise SystemExit(7)") as server:
         start = harness.observe_start(server, 60)
     assert start == {**start, "healthy": False, "timed_out": False, "exit_code": 7}
-    problems = harness.check_case(harness.CASES["released-plugin"], {**start, "plugin_lines": []},
+    problems = harness.check_case(harness.CASES["released-plugin"],
+                                  {**start, "diagnosis": harness.read_log(server.log_path)},
                                   harness.Layout(tmp_path), 90)
-    assert problems == ["server exited (code 7) before it became healthy"]
+    assert "server exited (code 7) before it became healthy" in problems
 
 
 def test_a_stop_interrupted_by_a_second_signal_still_kills_the_server_group(tmp_path):
@@ -218,27 +221,28 @@ def test_a_stop_interrupted_by_a_second_signal_still_kills_the_server_group(tmp_
             os.killpg(pgid, 0)
 
 
+def with_log(measured: dict, log_name: str) -> dict:
+    """A committed case result, its log read as the harness reads it now."""
+    return {**measured, "diagnosis": harness.read_log(RESULTS / log_name)}
+
+
 def test_crash_is_read_from_a_real_vllm_serve_log():
-    crash = logscan.find_assertion_crash(
-        (RESULTS / "run-A-standin-stock.log").read_text(encoding="utf-8")
-    )
-    assert crash is not None
-    assert crash.file.endswith("/standin/vllm/models/deepseek_v4/nvidia/flashmla.py")
-    assert crash.statement == ASSERTION
-    assert crash.line == 90 and crash.process == "EngineCore"
-    assert crash.under_profile_run
-    assert crash.functions[-3:] == ["wrapper", "attention_impl", "forward_mqa"]
+    d = harness.read_log(RESULTS / "run-A-standin-stock.log")
+    [engine] = harness.model_processes(d)
+    crash = engine["crash_50615"]
+    assert engine["process"].startswith("EngineCore")
+    assert crash["file"].endswith("/standin/vllm/models/deepseek_v4/nvidia/flashmla.py")
+    assert crash["statement"] == ASSERTION and crash["line"] == 90
+    assert crash["under_profile_run"]
 
 
 def test_plugin_lines_name_their_process_in_a_real_log():
-    lines = logscan.lines_with(
-        (RESULTS / "run-0-standin-plugin.log").read_text(encoding="utf-8"), "dspark-attn-plugin"
-    )
-    patched = {l["process"] for l in lines if harness.PATCHED in l["line"]}
+    d = harness.read_log(RESULTS / "run-0-standin-plugin.log")
+    patched = {p["process"].split()[0] for p in d["processes"]
+               if "patched" in [x["state"] for x in p["plugin"]]}
     assert patched == {"APIServer", "EngineCore"}
-    rescued = [l for l in lines if harness.RESCUED in l["line"]]
-    assert [l["process"] for l in rescued] == ["EngineCore"]
-    assert "model.layers.4.attn" in rescued[0]["line"]
+    rescued = [(p["process"].split()[0], p["rescued"]) for p in d["processes"] if p["rescued"]]
+    assert rescued == [("EngineCore", ["model.layers.4.attn"])]
 
 
 def test_spec_decode_counters_sum_labels_and_skip_created():
@@ -252,22 +256,24 @@ def test_spec_decode_counters_sum_labels_and_skip_created():
         'vllm:spec_decode_num_accepted_tokens_total{engine="1",model_name="tiny-dsv4"} 24.0',
         'vllm:spec_decode_num_accepted_tokens_per_pos_total{position="0"} 30.0',
     ])
-    assert logscan.spec_decode_counters(page) == {
+    assert metrics.spec_decode_counters(page) == {
         "num_drafts": 95.0, "num_draft_tokens": 475.0, "num_accepted_tokens": 64.0,
     }
-    assert logscan.spec_decode_counters("") == {}
+    assert metrics.spec_decode_counters("") == {}
 
 
 def test_case_checks_accept_the_measured_crash_and_reject_a_served_crash_case():
     run = json.loads((RESULTS / "run-A.json").read_text(encoding="utf-8"))
-    measured = run["cases"]["standin-stock"]
+    measured = with_log(run["cases"]["standin-stock"], "run-A-standin-stock.log")
     layout = harness.Layout(Path(run["standin"]["path"]).parent)
     case = harness.CASES["standin-stock"]
-    assert harness.check_case(case, measured, layout, run["standin"]["assertion_line"]) == []
-    assert harness.check_case(case, measured, layout, run["standin"]["assertion_line"] + 1)
-    served = {**measured, "healthy": True, "assertion": None}
-    problems = harness.check_case(case, served, layout, run["standin"]["assertion_line"])
-    assert any("healthy" in p for p in problems) and any("no AssertionError" in p for p in problems)
+    line = run["standin"]["assertion_line"]
+    assert harness.check_case(case, measured, layout, line) == []
+    assert harness.check_case(case, measured, layout, line + 1)
+    served = with_log({**measured, "healthy": True}, "run-D-standin-plugin.log")
+    problems = harness.check_case(case, served, layout, line)
+    assert any("healthy" in p for p in problems)
+    assert any("no #50615 AssertionError" in p for p in problems)
 
 
 def test_the_second_h200_run_passes_the_checks_it_passed_there():
@@ -275,18 +281,19 @@ def test_the_second_h200_run_passes_the_checks_it_passed_there():
     layout = harness.Layout(Path(run["standin"]["path"]).parent)
     line = run["standin"]["assertion_line"]
     for name in ("standin-stock", "standin-plugin-off", "released-plugin"):
-        assert harness.check_case(harness.CASES[name], run["cases"][name], layout, line) == [], name
+        measured = with_log(run["cases"][name], f"run-C-{name}.log")
+        assert harness.check_case(harness.CASES[name], measured, layout, line) == [], name
     # Its standin-plugin came up 1-2 s after the 600 s start timeout (a JSON
     # from before ``timed_out`` was reported: still running is exit_code null).
-    problems = harness.check_case(harness.CASES["standin-plugin"], run["cases"]["standin-plugin"],
-                                  layout, line)
+    measured = with_log(run["cases"]["standin-plugin"], "run-C-standin-plugin.log")
+    problems = harness.check_case(harness.CASES["standin-plugin"], measured, layout, line)
     assert len(problems) == 1 and "still starting when --start-timeout ran out" in problems[0]
 
 
 def test_the_third_h200_run_served_with_the_plugin_and_its_cost_summary_follows_from_its_samples():
     run = json.loads((RESULTS / "run-D.json").read_text(encoding="utf-8"))
     layout = harness.Layout(Path(run["standin"]["path"]).parent)
-    measured = run["cases"]["standin-plugin"]
+    measured = with_log(run["cases"]["standin-plugin"], "run-D-standin-plugin.log")
     assert harness.check_case(harness.CASES["standin-plugin"], measured, layout,
                               run["standin"]["assertion_line"]) == []
     assert measured["spec_decode"]["num_accepted_tokens"] > 0
@@ -297,41 +304,55 @@ def test_the_third_h200_run_served_with_the_plugin_and_its_cost_summary_follows_
     assert cost["summary"] == recorded
 
 
-def test_plugin_off_case_needs_the_disabled_line_from_the_engine_core():
+def test_plugin_off_case_needs_the_disabled_line_from_every_model_process():
     run = json.loads((RESULTS / "run-C.json").read_text(encoding="utf-8"))
     layout = harness.Layout(Path(run["standin"]["path"]).parent)
-    measured = run["cases"]["standin-plugin-off"]
+    measured = with_log(run["cases"]["standin-plugin-off"], "run-C-standin-plugin-off.log")
     case = harness.CASES["standin-plugin-off"]
     assert harness.check_case(case, measured, layout, 90) == []
-    api_only = {**measured, "plugin_lines": [l for l in measured["plugin_lines"]
-                                             if l["process"] != "EngineCore"]}
-    assert harness.check_case(case, api_only, layout, 90) == [
-        "no 'disabled by DSPARK_ATTN_PLUGIN=off' line from the engine-core process"
+    d = copy.deepcopy(measured["diagnosis"])
+    for p in harness.model_processes(d):
+        p["plugin"] = []
+    engine = harness.model_processes(d)[0]["process"]
+    assert harness.check_case(case, {**measured, "diagnosis": d}, layout, 90) == [
+        f"{engine}: no 'disabled by DSPARK_ATTN_PLUGIN=off' line"
     ]
     # The stock case never has the plugin, so it needs no such line.
-    assert harness.check_case(harness.CASES["standin-stock"], api_only, layout, 90) == []
+    assert harness.check_case(harness.CASES["standin-stock"], {**measured, "diagnosis": d},
+                              layout, 90) == []
 
 
-def test_serve_case_needs_drafts_accepted_and_the_engine_core_line():
+def test_checks_hold_per_worker_at_tensor_parallel_2():
+    """A worker that did not say 'patched' fails the case, though the other did."""
+    run = json.loads((RESULTS / "run-D.json").read_text(encoding="utf-8"))
+    measured = with_log(run["cases"]["standin-plugin"], "run-D-standin-plugin.log")
+    d = copy.deepcopy(measured["diagnosis"])
+    engine = harness.model_processes(d)[0]
+    engine["runs_model"] = False
+    workers = [{**copy.deepcopy(engine), "process": f"Worker_TP{i} pid={900 + i}",
+                "runs_model": True} for i in range(2)]
+    d["processes"] += workers
+    layout = harness.Layout(Path(run["standin"]["path"]).parent)
     case = harness.CASES["standin-plugin"]
-    good = {
-        "healthy": True, "requests_sent": 5, "requests_answered": 5,
-        "spec_decode": {"num_drafts": 95.0, "num_accepted_tokens": 64.0},
-        "plugin_lines": [
-            {"process": "EngineCore", "line": f"INFO {harness.PATCHED} ..."},
-            {"process": "EngineCore", "line": f"INFO model.layers.4.attn {harness.RESCUED}"},
-        ],
-    }
-    layout = harness.Layout(Path("/w"))
+    tp2 = {**measured, "diagnosis": d}
+    assert harness.check_case(case, tp2, layout, 90, tensor_parallel_size=2) == []
+    assert harness.check_case(case, tp2, layout, 90, tensor_parallel_size=1)  # 2 workers, not 1
+    workers[1]["plugin"] = []
+    assert harness.check_case(case, tp2, layout, 90, tensor_parallel_size=2) == [
+        "Worker_TP1 pid=901: no 'patched' line"
+    ]
+
+
+def test_serve_case_needs_drafts_accepted():
+    run = json.loads((RESULTS / "run-D.json").read_text(encoding="utf-8"))
+    case = harness.CASES["standin-plugin"]
+    good = with_log(run["cases"]["standin-plugin"], "run-D-standin-plugin.log")
+    layout = harness.Layout(Path(run["standin"]["path"]).parent)
     assert harness.check_case(case, good, layout, 90) == []
     no_accept = {**good, "spec_decode": {"num_drafts": 95.0, "num_accepted_tokens": 0.0}}
     assert harness.check_case(case, no_accept, layout, 90) == [
         "vllm:spec_decode_num_accepted_tokens is 0.0"
     ]
-    api_only = {**good, "plugin_lines": [{**l, "process": "APIServer"} for l in good["plugin_lines"]]}
-    assert "no 'patched' line from the engine-core process" in harness.check_case(
-        case, api_only, layout, 90
-    )
 
 
 def test_ratio_reports_medians_and_the_spread():
@@ -553,3 +574,85 @@ def test_detached_run_is_stopped_at_its_deadline_with_the_scripts_own_status(tmp
     )
     assert collect.returncode == 0, collect.stdout
     assert (tmp_path / "dest" / "rc").read_text().strip() == "143"
+
+
+def test_interval95_of_round_ratios():
+    r = harness.interval95([1.0, 1.02, 0.98, 1.01, 0.99, 1.0])
+    assert r["n"] == 6 and r["median"] == 1.0
+    assert r["low"] < 1.0 < r["high"] and 0 < r["half_width_pct"] < 2
+    assert harness.interval95([1.1])["low"] is None
+    assert harness.interval95([]) is None
+
+
+def test_paired_summary_reads_rounds_and_aa_rounds_apart():
+    result = {
+        "rounds": [{"ratio": x, "sides": {"stock": {"start_s": 80.0}, "plugin": {"start_s": 81.0}}}
+                   for x in (0.99, 1.0, 1.01)],
+        "aa_rounds": [{"ratio": 1.03, "sides": {}}],
+    }
+    harness.summarize_paired(result)
+    assert result["summary"]["n"] == 3 and result["summary"]["median"] == 1.0
+    assert result["aa_summary"]["median"] == 1.03
+    assert result["start_s"]["ratio"] == round(81 / 80, 4)
+
+
+FAKE_SERVER = r'''
+import json, sys, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+port = int(sys.argv[sys.argv.index("--port") + 1])
+print("(EngineCore pid=4242) INFO 12-01 00:00:00 [model_runner.py:1] Model loading took 0.5 GiB", flush=True)
+print("(EngineCore pid=4242) INFO 12-01 00:00:00 [kv_cache_utils.py:1] GPU KV cache size: 1,000 tokens", flush=True)
+print("(EngineCore pid=4242) INFO 12-01 00:00:00 [kv_cache_utils.py:2] Maximum concurrency for 1,024 tokens per request: 0.98x", flush=True)
+class H(BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def do_GET(self):
+        self.send_response(200); self.end_headers()
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        time.sleep(0.01)
+        out = json.dumps({"usage": {"completion_tokens": body["max_tokens"] * len(body["prompt"])}}).encode()
+        self.send_response(200); self.send_header("Content-Length", str(len(out))); self.end_headers()
+        self.wfile.write(out)
+ThreadingHTTPServer(("127.0.0.1", port), H).serve_forever()
+'''
+
+
+@pytest.mark.parametrize("gpus", [1, 2])
+def test_paired_cost_runs_its_rounds_against_servers_that_answer(tmp_path, monkeypatch, gpus):
+    """The paired cost's plumbing, with stand-in servers that answer like
+    vllm serve (no GPU): every round measured, ratios summarised, KV read
+    from each server's log, every server stopped."""
+    script = tmp_path / "fake_server.py"
+    script.write_text(FAKE_SERVER)
+    devices = []
+
+    def fake_command(model, port, **kwargs):
+        return [sys.executable, str(script), "--port", str(port)]
+
+    monkeypatch.setattr(harness, "serve_command", fake_command)
+    real_start = harness._start_together
+
+    def start(names, devs, *a, **k):
+        devices.append(dict(devs))
+        return real_start(names, devs, *a, **k)
+
+    monkeypatch.setattr(harness, "_start_together", start)
+    settings = harness.Settings(start_timeout_s=60, paired_rounds=3, aa_rounds=1,
+                                throughput_runs=2, throughput_max_tokens=4)
+    layout = harness.Layout(tmp_path / "work")
+    saved = []
+    result = harness.run_paired_cost(layout, settings, gpus, saved.append)
+    assert result["problems"] == []
+    assert len(result["rounds"]) == 3 and all(r["ratio"] for r in result["rounds"])
+    assert result["summary"]["n"] == 3 and result["aa_summary"]["n"] >= 1
+    assert result["start_s"] is not None
+    if gpus == 2:
+        # stock and plugin on different GPUs, swapped every round
+        assert [d["stock"] for d in devices[:3]] == ["0", "1", "0"]
+        assert all(d["stock"] != d.get("plugin", d.get("stock-b")) for d in devices)
+        sides = result["rounds"][0]["sides"]
+    else:
+        assert devices == [{"stock": "0", "plugin": "0", "stock-b": "0"}]
+        sides = result["sides"]
+    assert {s["kv_cache_tokens"] for s in sides.values()} == {1000}
+    assert {s["max_concurrency"] for s in sides.values()} == {0.98}

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine import logscan
+from engine import metrics
 from engine.server import Server, free_port, serve_command
 
 PLUGIN_ENTRY_POINT = "dspark_attn_plugin"
@@ -71,6 +71,10 @@ class Settings:
     max_tokens: int = 32
     cost_rounds: int = 3
     throughput_runs: int = 3
+    tensor_parallel_size: int = 1
+    enforce_eager: bool = False  # vLLM's default: CUDA graphs on
+    paired_rounds: int = 6
+    aa_rounds: int = 1
     throughput_batch: int = 8
     throughput_max_tokens: int = 256
 
@@ -123,6 +127,7 @@ def probe_gpu() -> dict:
         "ok = torch.cuda.is_available()\n"
         "print(json.dumps({'torch': torch.__version__, 'cuda': ok,\n"
         "  'name': torch.cuda.get_device_name(0) if ok else None,\n"
+        "  'count': torch.cuda.device_count() if ok else 0,\n"
         "  'capability': list(torch.cuda.get_device_capability(0)) if ok else None}))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
@@ -193,6 +198,8 @@ def run_case(case: Case, layout: Layout, settings: Settings, assertion_line: int
         layout.model, port, speculative=DSPARK,
         max_model_len=settings.max_model_len,
         gpu_memory_utilization=settings.gpu_memory_utilization,
+        tensor_parallel_size=settings.tensor_parallel_size,
+        enforce_eager=settings.enforce_eager,
     )
     env = server_env(case.standin, case.plugin, case.plugin_off, layout)
     result: dict = {"about": case.about, "expect": case.expect, "log": str(log_path)}
@@ -200,13 +207,20 @@ def run_case(case: Case, layout: Layout, settings: Settings, assertion_line: int
         result.update(observe_start(server, settings.start_timeout_s))
         if result["healthy"]:
             result.update(_serve_requests(server, settings))
-    log = log_path.read_text(encoding="utf-8", errors="replace")
-    crash = logscan.find_assertion_crash(log)
-    result["assertion"] = crash.to_dict() if crash else None
-    result["plugin_lines"] = logscan.lines_with(log, "dspark-attn-plugin")
-    result["problems"] = check_case(case, result, layout, assertion_line)
+    result["diagnosis"] = read_log(log_path)
+    result["problems"] = check_case(case, result, layout, assertion_line,
+                                    settings.tensor_parallel_size)
     result["ok"] = not result["problems"]
     return result
+
+
+def read_log(log_path: Path) -> dict:
+    """The server's log as ``dspark-attn-plugin diagnose`` reads it (the
+    plugin's own log reader, from the wheel under test: engine_e2e.py puts
+    it on the path)."""
+    from dspark_attn_plugin.diagnose import diagnose, read_paths
+
+    return diagnose(read_paths([str(log_path)])).to_dict()
 
 
 def observe_start(server: Server, timeout_s: float) -> dict:
@@ -246,7 +260,7 @@ def _serve_requests(server: Server, settings: Settings) -> dict:
             errors.append(repr(exc))
     time.sleep(1.0)  # let the last step's stats reach the API server's counters
     try:
-        counters = logscan.spec_decode_counters(server.metrics_text())
+        counters = metrics.spec_decode_counters(server.metrics_text())
     except Exception as exc:
         counters, errors = {}, [*errors, f"/metrics: {exc!r}"]
     return {
@@ -258,34 +272,53 @@ def _serve_requests(server: Server, settings: Settings) -> dict:
     }
 
 
-def check_case(case: Case, r: dict, layout: Layout, assertion_line: int) -> list[str]:
-    """What ``r`` lacks of what ``case`` must show (empty: as expected)."""
+def model_processes(diagnosis: dict) -> list[dict]:
+    """The processes that ran the model: the engine core at TP 1, each
+    worker above."""
+    return [p for p in diagnosis["processes"] if p["runs_model"]]
+
+
+def check_case(case: Case, r: dict, layout: Layout, assertion_line: int,
+               tensor_parallel_size: int = 1) -> list[str]:
+    """What ``r`` lacks of what ``case`` must show (empty: as expected),
+    checked in every process that runs the model."""
     problems = []
-    plugin_text = [p["line"] for p in r["plugin_lines"]]
+    d = r["diagnosis"]
+    model = model_processes(d)
+    names = [p["process"] for p in model]
+    want = "Worker" if tensor_parallel_size > 1 else "EngineCore"
+    if len(model) != tensor_parallel_size or not all(n.startswith(want) for n in names):
+        problems.append(f"expected {tensor_parallel_size} {want} process(es) running the model, "
+                        f"the log shows {names or 'none'}")
+
+    def states(p):
+        return [x["state"] for x in p["plugin"]]
+
+    patched_anywhere = [p["process"] for p in d["processes"] if "patched" in states(p)]
     if case.expect == "crash":
-        crash = r["assertion"]
         if r["healthy"]:
             problems.append("server became healthy; expected the #50298 assertion")
         elif _timed_out(r):
             problems.append(_not_healthy(r))
-        if crash is None:
-            problems.append("no AssertionError traceback in the log")
-        else:
-            if not Path(crash["file"]).match(str(Path("nvidia") / "flashmla.py")) or not crash[
-                "file"
-            ].startswith(str(layout.standin)):
-                problems.append(f"assertion raised in {crash['file']}, not the stand-in's flashmla.py")
+        if d["verdict"] != "crash-50615":
+            problems.append(f"diagnose says {d['verdict']}, not the #50615 crash: {d['summary']}")
+        for p in model:
+            crash = p["crash_50615"]
+            if crash is None:
+                problems.append(f"{p['process']}: no #50615 AssertionError")
+                continue
+            if not crash["file"].startswith(str(layout.standin)):
+                problems.append(f"{p['process']}: assertion raised in {crash['file']}, "
+                                "not the stand-in's flashmla.py")
             if crash["line"] != assertion_line:
-                problems.append(f"assertion at line {crash['line']}, inserted at {assertion_line}")
-            if not crash["under_profile_run"]:
-                problems.append("assertion not raised under profile_run")
-        if any(PATCHED in t for t in plugin_text):
-            problems.append("the plugin patched although it should not run")
-        if case.plugin_off and not any(
-            DISABLED in p["line"] for p in r["plugin_lines"]
-            if (p["process"] or "").startswith("EngineCore")
-        ):
-            problems.append("no 'disabled by DSPARK_ATTN_PLUGIN=off' line from the engine-core process")
+                problems.append(f"{p['process']}: assertion at line {crash['line']}, "
+                                f"inserted at {assertion_line}")
+        if patched_anywhere:
+            problems.append(f"the plugin patched in {patched_anywhere} although it should not run")
+        if case.plugin_off:
+            for p in model:
+                if "disabled" not in states(p):
+                    problems.append(f"{p['process']}: no 'disabled by DSPARK_ATTN_PLUGIN=off' line")
         return problems
     if not r["healthy"]:
         problems.append(_not_healthy(r))
@@ -296,17 +329,22 @@ def check_case(case: Case, r: dict, layout: Layout, assertion_line: int) -> list
     for name in ("num_drafts", "num_accepted_tokens"):
         if not spec.get(name, 0) > 0:
             problems.append(f"vllm:spec_decode_{name} is {spec.get(name)}")
-    engine_lines = [p for p in r["plugin_lines"] if (p["process"] or "").startswith("EngineCore")]
     if case.standin:
-        if not any(PATCHED in p["line"] for p in engine_lines):
-            problems.append("no 'patched' line from the engine-core process")
-        if not any(RESCUED in t for t in plugin_text):
-            problems.append(f"no '{RESCUED}' line")
+        if d["verdict"] != "protected":
+            problems.append(f"diagnose says {d['verdict']}: {d['summary']}")
+        for p in model:
+            if "patched" not in states(p):
+                problems.append(f"{p['process']}: no 'patched' line")
+            if not p["rescued"]:
+                problems.append(f"{p['process']}: no '{RESCUED}' line")
     else:
-        if not any(NOT_AFFECTED in t for t in plugin_text):
-            problems.append("no 'not affected' line from the plugin")
-        if any(PATCHED in t for t in plugin_text):
-            problems.append("the plugin patched a build it should leave alone")
+        if d["verdict"] != "not-needed":
+            problems.append(f"diagnose says {d['verdict']}: {d['summary']}")
+        for p in model:
+            if "not-affected" not in states(p):
+                problems.append(f"{p['process']}: no 'not affected' line from the plugin")
+        if patched_anywhere:
+            problems.append(f"the plugin patched a build it should leave alone ({patched_anywhere})")
     return problems
 
 
@@ -355,6 +393,7 @@ def _cost_server(side: str, round_no: int, prompts: list[str], layout: Layout,
         layout.model, port, speculative=None,
         max_model_len=settings.max_model_len,
         gpu_memory_utilization=settings.gpu_memory_utilization,
+        enforce_eager=settings.enforce_eager,
     )
     env = server_env(True, side == "plugin", False, layout)
     log_path = layout.logs / f"cost-{side}-{round_no}.log"
@@ -392,3 +431,214 @@ def ratio(plugin: list[float], stock: list[float]) -> dict | None:
         "ratio_max": round(max(plugin) / min(stock), 4),
         "n": [len(plugin), len(stock)],
     }
+
+
+# --- the paired cost run ---------------------------------------------------------
+
+# Two-sided 95 % quantiles of Student's t, by degrees of freedom.
+_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
+         9: 2.262, 10: 2.228, 11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131}
+
+
+def interval95(ratios: list[float]) -> dict | None:
+    """Median and a 95 % confidence interval of the mean log-ratio (t), as
+    ratios."""
+    import math
+
+    if not ratios:
+        return None
+    logs = [math.log(r) for r in ratios]
+    mean = statistics.fmean(logs)
+    out = {"n": len(ratios), "median": round(statistics.median(ratios), 4),
+           "geomean": round(math.exp(mean), 4), "low": None, "high": None, "half_width_pct": None}
+    if len(ratios) > 1:
+        half = _T975.get(len(ratios) - 1, 1.96) * statistics.stdev(logs) / math.sqrt(len(ratios))
+        out.update(low=round(math.exp(mean - half), 4), high=round(math.exp(mean + half), 4),
+                   half_width_pct=round(100 * (math.exp(half) - 1), 2))
+    return out
+
+
+def run_paired_cost(layout: Layout, settings: Settings, gpus: int, save=lambda r: None) -> dict:
+    """Stock and plugin at once, the same greedy batch sent to both at the
+    same moment, ``paired_rounds`` rounds (the GPUs swapped every round where
+    there are two; both servers on GPU 0 where there is one), then
+    ``aa_rounds`` rounds of stock against stock: the method's own noise.
+    Each round starts its two servers together. The ratio of a batch is
+    plugin tokens/s over stock tokens/s; a round's is the median of its
+    batches'."""
+    prompts = (PROMPTS * settings.throughput_batch)[: settings.throughput_batch]
+    result: dict = {
+        "workload": {"prompts": len(prompts), "max_tokens": settings.throughput_max_tokens,
+                     "batches_per_round": settings.throughput_runs, "temperature": 0.0,
+                     "ignore_eos": True, "speculative": None,
+                     "enforce_eager": settings.enforce_eager},
+        "gpus": gpus, "rounds": [], "aa_rounds": [], "summary": None, "aa_summary": None,
+        "problems": [],
+    }
+    save(result)
+    if gpus < 2:
+        result["method"] = ("one GPU: stock, plugin and a second stock server started together "
+                            "on it, each round one batch sent to all three at the same moment")
+        _one_gpu_session(prompts, layout, settings, result, save)
+        return result
+    result["method"] = ("two GPUs: each round starts stock and plugin together, one on each "
+                        "GPU, swapped every round; then stock against stock the same way")
+    plan = [("plugin", r) for r in range(settings.paired_rounds)]
+    plan += [("aa", r) for r in range(settings.aa_rounds)]
+    for kind, round_no in plan:
+        one = _paired_round(kind, round_no, prompts, layout, settings, gpus, result)
+        result["rounds" if kind == "plugin" else "aa_rounds"].append(one)
+        summarize_paired(result)
+        save(result)
+    return result
+
+
+def _one_gpu_session(prompts: list[str], layout: Layout, settings: Settings, result: dict,
+                     save) -> None:
+    """One GPU: swapping GPUs means nothing there, so the three servers are
+    started once, together, and every round sends one batch to all three at
+    the same moment: plugin/stock and stock-b/stock come from the same
+    moment of the same GPU."""
+    names = ("stock", "plugin", "stock-b") if settings.aa_rounds else ("stock", "plugin")
+    servers, sides = _start_together(names, {n: "0" for n in names}, "session", 0, layout,
+                                     settings)
+    result["sides"] = sides
+    try:
+        if all(sides[n]["healthy"] for n in names):
+            _both(servers, names, prompts, 16)  # warm-up, not measured
+            for round_no in range(settings.paired_rounds):
+                rates = _both(servers, names, prompts, settings.throughput_max_tokens)
+                result["rounds"].append({"round": round_no, "batches": [rates], "sides": {},
+                                         "ratio": round(rates["plugin"] / rates["stock"], 4)})
+                if "stock-b" in names:
+                    result["aa_rounds"].append({"round": round_no, "batches": [rates], "sides": {},
+                                                "ratio": round(rates["stock-b"] / rates["stock"], 4)})
+                summarize_paired(result)
+                save(result)
+        else:
+            result["problems"].append("; ".join(
+                f"{n}: {_not_healthy(sides[n])}" for n in names if not sides[n]["healthy"]))
+    except Exception as exc:  # reported, not raised
+        result["problems"].append(f"one-GPU session: {exc!r}")
+    finally:
+        for server in servers.values():
+            server.stop()
+    _read_kv(sides)
+    starts = {n: [sides[n]["start_s"]] if sides[n].get("start_s") else [] for n in names}
+    summarize_paired(result)
+    result["start_s"] = ratio(starts["plugin"], starts["stock"])
+    save(result)
+
+
+def _start_together(names, devices: dict, kind: str, round_no: int, layout: Layout,
+                    settings: Settings) -> tuple[dict, dict]:
+    """Start one server per name at once (CUDA_VISIBLE_DEVICES from
+    ``devices``); wait until each is healthy or has failed. The servers are
+    returned running: the caller stops them."""
+    import threading
+
+    servers, sides = {}, {}
+    for name in names:
+        port = free_port()
+        command = serve_command(
+            layout.model, port, speculative=None, max_model_len=settings.max_model_len,
+            gpu_memory_utilization=settings.gpu_memory_utilization,
+            enforce_eager=settings.enforce_eager,
+        )
+        env = server_env(True, name == "plugin", False, layout)
+        env["CUDA_VISIBLE_DEVICES"] = devices[name]
+        log_path = layout.logs / f"paired-{kind}-{round_no}-{name}.log"
+        servers[name] = Server(command, env, log_path, port).__enter__()
+        sides[name] = {"log": str(log_path), "device": devices[name]}
+    starts: dict = {}
+    threads = [threading.Thread(target=lambda n=n: starts.__setitem__(
+        n, observe_start(servers[n], settings.start_timeout_s))) for n in names]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    except BaseException:  # a stop signal: no server is left running
+        for server in servers.values():
+            server.stop()
+        raise
+    for name in names:
+        sides[name].update(starts[name])
+    return servers, sides
+
+
+def _read_kv(sides: dict) -> None:
+    """Each stopped server's KV cache size and maximum concurrency, from its log."""
+    for side in sides.values():
+        d = read_log(Path(side["log"]))
+        engine = next(iter(model_processes(d)), {})
+        side.update(kv_cache_tokens=engine.get("kv_cache_tokens"),
+                    max_concurrency=engine.get("max_concurrency"))
+
+
+def summarize_paired(result: dict) -> None:
+    def ratios(rounds):
+        return [r["ratio"] for r in rounds if r.get("ratio")]
+
+    result["summary"] = interval95(ratios(result["rounds"]))
+    result["aa_summary"] = interval95(ratios(result["aa_rounds"]))
+    starts = {"stock": [], "plugin": []}
+    for r in result["rounds"]:
+        for side in ("stock", "plugin"):
+            if r["sides"].get(side, {}).get("start_s") is not None:
+                starts[side].append(r["sides"][side]["start_s"])
+    result["start_s"] = ratio(starts["plugin"], starts["stock"])
+
+
+def _paired_round(kind: str, round_no: int, prompts: list[str], layout: Layout,
+                  settings: Settings, gpus: int, result: dict) -> dict:
+    names = ("stock", "plugin") if kind == "plugin" else ("stock", "stock-b")
+    devices = {names[0]: str(round_no % 2), names[1]: str((round_no + 1) % 2)}
+    one: dict = {"kind": kind, "round": round_no, "batches": []}
+    servers, one["sides"] = _start_together(names, devices, kind, round_no, layout, settings)
+    try:
+        if not all(one["sides"][n]["healthy"] for n in names):
+            result["problems"].append(f"{kind} round {round_no}: " + "; ".join(
+                f"{n}: {_not_healthy(one['sides'][n])}" for n in names
+                if not one["sides"][n]["healthy"]))
+        else:
+            _both(servers, names, prompts, 16)  # warm-up, not measured
+            for _ in range(settings.throughput_runs):
+                one["batches"].append(_both(servers, names, prompts, settings.throughput_max_tokens))
+    except Exception as exc:  # reported, not raised: the next round still runs
+        result["problems"].append(f"{kind} round {round_no}: {exc!r}")
+    finally:
+        for server in servers.values():
+            server.stop()
+    _read_kv(one["sides"])
+    batch_ratios = [b[names[1]] / b[names[0]] for b in one["batches"] if b.get(names[0])]
+    one["ratio"] = round(statistics.median(batch_ratios), 4) if batch_ratios else None
+    return one
+
+
+def _both(servers: dict, names: tuple, prompts: list[str], max_tokens: int) -> dict:
+    """Send the same batch to both servers at the same moment; tokens/s each."""
+    import threading
+
+    barrier = threading.Barrier(len(names))
+    rates: dict = {}
+    errors: list = []
+
+    def send(name: str) -> None:
+        try:
+            barrier.wait(timeout=60)
+            t0 = time.perf_counter()
+            reply = servers[name].complete(prompts, max_tokens)
+            elapsed = time.perf_counter() - t0
+            rates[name] = round(reply["usage"]["completion_tokens"] / elapsed, 1)
+        except Exception as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=send, args=(n,)) for n in names]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return rates

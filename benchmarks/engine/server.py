@@ -32,7 +32,8 @@ def free_port() -> int:
 
 
 def serve_command(model_dir: Path, port: int, *, speculative: dict | None,
-                  max_model_len: int, gpu_memory_utilization: float) -> list[str]:
+                  max_model_len: int, gpu_memory_utilization: float,
+                  tensor_parallel_size: int = 1, enforce_eager: bool = False) -> list[str]:
     """``vllm serve``, spelled through the module so that a ``--target``
     install without the console script works the same."""
     command = [
@@ -41,11 +42,14 @@ def serve_command(model_dir: Path, port: int, *, speculative: dict | None,
         "--served-model-name", MODEL_NAME,
         "--load-format", "dummy",
         "--kv-cache-dtype", "fp8",  # required by DeepSeek-V4's FlashMLA path
-        "--enforce-eager",
         "--max-model-len", str(max_model_len),
         "--max-num-seqs", "16",
         "--gpu-memory-utilization", str(gpu_memory_utilization),
     ]
+    if enforce_eager:  # else vLLM's default: CUDA graphs captured
+        command.append("--enforce-eager")
+    if tensor_parallel_size > 1:
+        command += ["--tensor-parallel-size", str(tensor_parallel_size)]
     if speculative is not None:
         command += ["--speculative-config", json.dumps(speculative)]
     return command

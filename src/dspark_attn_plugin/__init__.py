@@ -6,6 +6,6 @@ Importing this package imports neither torch nor vLLM.
 
 from dspark_attn_plugin.instrumentation import instrument, register, uninstrument
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 __all__ = ["__version__", "instrument", "register", "uninstrument"]

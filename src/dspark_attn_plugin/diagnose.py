@@ -77,6 +77,8 @@ def _process_report(p: Process) -> dict:
         "rescued": p.rescued,
         "crash_50615": next((_where(t) for t in p.tracebacks if t.is_50615()), None),
         "errors": [_where(t) for t in p.tracebacks if not t.is_50615()][:3],
+        "kv_cache_tokens": p.kv_cache_tokens,
+        "max_concurrency": p.max_concurrency,
     }
 
 

@@ -59,6 +59,8 @@ _PAST_WARMUP = (
     "Available KV cache memory", "GPU KV cache size", "init engine (profile",
     "Application startup complete", "Graph capturing finished",
 )
+_KV_TOKENS = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
+_CONCURRENCY = re.compile(r"Maximum concurrency for [\d,]+ tokens per request: ([\d.,]+)x")
 _PLUGIN_LIST = re.compile(r"^- (?P<name>\S+) -> \S+")
 _LOADING_PLUGIN = re.compile(r"^Loading plugin (?P<name>\S+)")
 
@@ -111,6 +113,8 @@ class Process:
     runs_model: bool = False
     past_warmup: bool = False
     tracebacks: list[Traceback] = field(default_factory=list)
+    kv_cache_tokens: int | None = None  # "GPU KV cache size: N tokens"
+    max_concurrency: float | None = None  # "Maximum concurrency for ...: Nx"
     # a traceback being read: frames so far, function names, last frame
     _frames: deque = field(default_factory=lambda: deque(maxlen=MAX_FRAMES))
     _functions: set = field(default_factory=set)
@@ -214,6 +218,10 @@ class LogReader:
             proc.runs_model = True
         if any(m in stripped for m in _PAST_WARMUP):
             proc.past_warmup = True
+            if (kv := _KV_TOKENS.search(stripped)):
+                proc.kv_cache_tokens = int(kv.group(1).replace(",", ""))
+        if (conc := _CONCURRENCY.search(stripped)):
+            proc.max_concurrency = float(conc.group(1).replace(",", ""))
         self._plugin(proc, stripped, unprefixed)
         listed = _PLUGIN_LIST.match(stripped)
         if listed:
