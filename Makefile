@@ -14,6 +14,10 @@ KEY := $(shell $(PYTHON) -c "import hashlib,sys; print(hashlib.sha256(open('$(RE
 VENV ?= $(CACHE)/venv-$(KEY)
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
+# Where torch's CPU build comes from, when pip would otherwise take the CUDA
+# one: e.g. TORCH_INDEX=https://download.pytorch.org/whl/cpu (unset: pip's
+# own configuration decides).
+TORCH_INDEX ?=
 LOGS := .build-logs
 export DSPARK_ATTN_PLUGIN_CACHE := $(CACHE)
 
@@ -26,14 +30,14 @@ define quietly
 	echo "$(2) failed (exit $$rc); full log: $(CURDIR)/$(LOGS)/$(1).log" >&2; exit $$rc; fi
 endef
 
-.PHONY: venv dist install test verify bench bench-diagnose mutants clean
+.PHONY: venv dist wheel install test verify bench bench-diagnose mutants clean
 
 # No prerequisite: the venv's name already carries a hash of the requirements
 # (a fresh clone's new file times must not force a rebuild).
 $(VENV)/.ready:
 	$(call quietly,venv,Building the test venv in $(VENV) (first time: ~3 min and ~5.4 GB),\
 	rm -rf "$(VENV)" && $(PYTHON) -m venv "$(VENV)" && \
-	$(BIN)/python -m pip install --disable-pip-version-check -r $(REQUIREMENTS) && \
+	$(BIN)/python -m pip install --disable-pip-version-check $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) -r $(REQUIREMENTS) && \
 	$(BIN)/python -m pip uninstall -y torchvision torchaudio torchcodec)
 	@# (PyPI's torchvision/torchaudio/torchcodec need a CUDA torch and break `import vllm` on a CPU.)
 	@touch "$@"
@@ -55,18 +59,24 @@ test: install
 	if [ $$rc -eq 5 ]; then echo "pytest ran no test: failing" >&2; exit 1; fi; exit $$rc
 
 verify: install
-	$(BIN)/dspark-attn-plugin verify
+	@$(BIN)/dspark-attn-plugin verify
 
 bench: install
-	$(BIN)/python benchmarks/bench_plugin.py $(BENCH_ARGS)
+	@$(BIN)/python benchmarks/bench_plugin.py $(BENCH_ARGS)
 
 bench-diagnose: install
-	$(BIN)/python benchmarks/bench_diagnose.py $(BENCH_ARGS)
+	@$(BIN)/python benchmarks/bench_diagnose.py $(BENCH_ARGS)
 
 # Break the plugin on purpose (tests/mutation_check.py): every mutation must
 # make at least one offline test fail. Several minutes; not part of `make test`.
 mutants: install
-	$(BIN)/python tests/mutation_check.py $(MUTANTS_ARGS)
+	@$(BIN)/python tests/mutation_check.py $(MUTANTS_ARGS)
+
+# The plugin's wheel alone, with nothing but pip (no vLLM venv): dist/.
+wheel:
+	$(call quietly,wheel,Building the wheel into dist/,\
+	rm -rf dist build && $(PYTHON) -m pip wheel --no-deps --disable-pip-version-check -w dist .)
+	@ls dist/*.whl
 
 clean:
 	rm -rf dist build src/*.egg-info $(LOGS)

@@ -203,3 +203,10 @@ def test_readme_lists_verify_exit_codes():
     ):
         assert f"{code} " in EXIT_CODES_HELP and meaning in EXIT_CODES_HELP
         assert meaning in readme, f"README lacks verify's exit code {code} ({meaning})"
+
+
+def test_version_names_the_tool():
+    from dspark_attn_plugin import __version__
+
+    proc = cli("--version")
+    assert proc.returncode == 0 and proc.stdout.strip() == f"dspark-attn-plugin {__version__}"

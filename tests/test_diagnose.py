@@ -17,38 +17,48 @@ import pytest
 from dspark_attn_plugin import diagnose
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results" / "engine-e2e-2026-11-30"
+ALL_RESULTS = ROOT / "benchmarks" / "results"
+RESULTS = ALL_RESULTS / "engine-e2e-2026-11-30"
 CLI = shutil.which("dspark-attn-plugin", path=os.path.dirname(sys.executable))
 
 # Every committed log and what diagnose must say of it.
 EXPECTED = {
     # the affected stand-in, stock or with the plugin off: the #50615 crash
-    "run-A-standin-stock.log": 1,
-    "run-C-standin-stock.log": 1,
-    "run-C-standin-plugin-off.log": 1,
+    "engine-e2e-2026-11-30/run-A-standin-stock.log": 1,
+    "engine-e2e-2026-11-30/run-C-standin-stock.log": 1,
+    "engine-e2e-2026-11-30/run-C-standin-plugin-off.log": 1,
     # the stand-in with the plugin: patched, rescued (A was stopped once past
     # profile_run, before it became healthy)
-    "run-0-standin-plugin.log": 0,
-    "run-A-standin-plugin.log": 0,
-    "run-C-standin-plugin.log": 0,
-    "run-D-standin-plugin.log": 0,
+    "engine-e2e-2026-11-30/run-0-standin-plugin.log": 0,
+    "engine-e2e-2026-11-30/run-A-standin-plugin.log": 0,
+    "engine-e2e-2026-11-30/run-C-standin-plugin.log": 0,
+    "engine-e2e-2026-11-30/run-D-standin-plugin.log": 0,
     # released 0.26.0 with the plugin: not affected
-    "run-B-released-plugin.log": 0,
-    "run-C-released-plugin.log": 0,
+    "engine-e2e-2026-11-30/run-B-released-plugin.log": 0,
+    "engine-e2e-2026-11-30/run-C-released-plugin.log": 0,
     # cost servers (no speculative decoding): with the plugin, patched ...
-    "run-C-cost-plugin-0.log": 0,
-    "run-C-cost-plugin-1.log": 0,
-    "run-D-cost-plugin-0.log": 0,
-    "run-D-cost-plugin-1.log": 0,
-    "run-D-cost-plugin-2.log": 0,
+    "engine-e2e-2026-11-30/run-C-cost-plugin-0.log": 0,
+    "engine-e2e-2026-11-30/run-C-cost-plugin-1.log": 0,
+    "engine-e2e-2026-11-30/run-D-cost-plugin-0.log": 0,
+    "engine-e2e-2026-11-30/run-D-cost-plugin-1.log": 0,
+    "engine-e2e-2026-11-30/run-D-cost-plugin-2.log": 0,
     # ... without it, started but not shown protected
-    "run-C-cost-stock-0.log": 2,
-    "run-C-cost-stock-1.log": 2,
-    "run-D-cost-stock-0.log": 2,
-    "run-D-cost-stock-1.log": 2,
-    "run-D-cost-stock-2.log": 2,
+    "engine-e2e-2026-11-30/run-C-cost-stock-0.log": 2,
+    "engine-e2e-2026-11-30/run-C-cost-stock-1.log": 2,
+    "engine-e2e-2026-11-30/run-D-cost-stock-0.log": 2,
+    "engine-e2e-2026-11-30/run-D-cost-stock-1.log": 2,
+    "engine-e2e-2026-11-30/run-D-cost-stock-2.log": 2,
     # a DeepGEMM RuntimeError in the first run's stock cost server
-    "run-B-cost-stock-0.log": 3,
+    "engine-e2e-2026-11-30/run-B-cost-stock-0.log": 3,
+    # 2026-12-01, CUDA graphs on: the stand-in crashes without the plugin and
+    # serves with it; three cost servers started at once on one GPU: the
+    # plugin's and one stock server came up, the other stock server died of
+    # vLLM's own "No available memory for the cache blocks" (ValueError)
+    "engine-e2e-2026-12-01/run-E-standin-stock.log": 1,
+    "engine-e2e-2026-12-01/run-E-standin-plugin.log": 0,
+    "engine-e2e-2026-12-01/run-E-paired-plugin.log": 0,
+    "engine-e2e-2026-12-01/run-E-paired-stock-b.log": 2,
+    "engine-e2e-2026-12-01/run-E-paired-stock.log": 3,
 }
 
 
@@ -68,12 +78,13 @@ def diagnosed(text: str) -> diagnose.Diagnosis:
 
 
 def test_every_committed_log_is_listed():
-    assert sorted(p.name for p in RESULTS.glob("*.log")) == sorted(EXPECTED)
+    found = [str(p.relative_to(ALL_RESULTS)) for p in ALL_RESULTS.glob("*/*.log")]
+    assert sorted(found) == sorted(EXPECTED)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_committed_logs(name):
-    proc = run(RESULTS / name, "--json")
+    proc = run(ALL_RESULTS / name, "--json")
     report = json.loads(proc.stdout)
     assert proc.returncode == report["exit_code"] == EXPECTED[name], report["summary"]
     assert proc.stderr == b""
@@ -136,7 +147,7 @@ def test_colours_and_crlf_do_not_change_the_verdict():
         coloured = re.sub(r"\b(INFO|WARNING|ERROR)\b", "\x1b[32m\\1\x1b[0m", coloured)
         assert coloured != text
         crlf = text.replace("\n", "\r\n")
-        expected = EXPECTED[name]
+        expected = EXPECTED[f"engine-e2e-2026-11-30/{name}"]
         assert diagnosed(coloured).exit_code == expected, name
         assert diagnosed(crlf).exit_code == expected, name
 
@@ -145,7 +156,7 @@ def test_an_in_process_llm_log_without_prefixes():
     for name in ("run-C-standin-stock.log", "run-D-standin-plugin.log"):
         text = re.sub(r"^\(\w+ pid=\d+\) ", "", "".join(lines_of(name)), flags=re.M)
         d = diagnosed(text)
-        assert d.exit_code == EXPECTED[name]
+        assert d.exit_code == EXPECTED[f"engine-e2e-2026-11-30/{name}"]
         assert [p["process"] for p in d.processes] == ["(no prefix)"]
 
 
@@ -189,16 +200,16 @@ def as_tensor_parallel(name: str, workers: int = 2) -> str:
 )
 def test_tensor_parallel_workers_are_judged_per_process(name):
     d = diagnosed(as_tensor_parallel(name))
-    assert d.exit_code == EXPECTED[name], d.summary
+    assert d.exit_code == EXPECTED[f"engine-e2e-2026-11-30/{name}"], d.summary
     workers = [p for p in d.processes if p["process"].startswith("Worker_TP")]
     assert [p["process"] for p in workers] == ["Worker_TP0 pid=9000", "Worker_TP1 pid=9001"]
     for w in workers:
         assert w["runs_model"]
         # its own unprefixed plugin line, given back to it (stock has none)
         assert len(w["plugin"]) == (0 if name == "run-C-standin-stock.log" else 1)
-        if EXPECTED[name] == 1:
+        if EXPECTED[f"engine-e2e-2026-11-30/{name}"] == 1:
             assert w["crash_50615"] is not None
-    if EXPECTED[name] == 1:
+    if EXPECTED[f"engine-e2e-2026-11-30/{name}"] == 1:
         assert {"Worker_TP0 pid=9000", "Worker_TP1 pid=9001"} <= set(d.crash["processes"])
 
 

@@ -656,3 +656,19 @@ def test_paired_cost_runs_its_rounds_against_servers_that_answer(tmp_path, monke
         sides = result["sides"]
     assert {s["kv_cache_tokens"] for s in sides.values()} == {1000}
     assert {s["max_concurrency"] for s in sides.values()} == {0.98}
+
+
+def test_the_cuda_graph_run_passes_its_checks():
+    """2026-12-01, CUDA graphs on (vLLM's default): the stand-in crashes at
+    the inserted assertion without the plugin and serves with it."""
+    run = json.loads((RESULTS.parent / "engine-e2e-2026-12-01" / "run-E.json").read_text())
+    assert run["settings"]["enforce_eager"] is False
+    layout = harness.Layout(Path(run["standin"]["path"]).parent)
+    line = run["standin"]["assertion_line"]
+    for name in ("standin-stock", "standin-plugin"):
+        measured = {**run["cases"][name], "diagnosis": harness.read_log(
+            RESULTS.parent / "engine-e2e-2026-12-01" / f"run-E-{name}.log")}
+        assert harness.check_case(harness.CASES[name], measured, layout, line) == [], name
+    # The graphs were captured in the plugin's server.
+    log = (RESULTS.parent / "engine-e2e-2026-12-01" / "run-E-standin-plugin.log").read_text()
+    assert "Graph capturing finished" in log and "--enforce-eager" not in log

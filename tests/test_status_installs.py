@@ -115,3 +115,14 @@ def test_bytecode_in_pycache_alone_is_unknown_too(tmp_path):
     proc = _status(sys.executable, "--json", pythonpath=str(site))
     report = json.loads(proc.stdout)
     assert (proc.returncode, report["verdict"]) == (2, "unknown")
+
+
+def test_without_vllm_verify_says_so_and_exits_2(tmp_path):
+    python = _venv_with_the_plugin_only(tmp_path / "venv")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
+    proc = subprocess.run([python, "-m", "dspark_attn_plugin", "verify"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr.startswith("dspark-attn-plugin verify: vLLM is not installed for this Python")
+    assert "Traceback" not in proc.stderr and "ModuleNotFoundError" not in proc.stderr

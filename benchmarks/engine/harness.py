@@ -477,8 +477,9 @@ def run_paired_cost(layout: Layout, settings: Settings, gpus: int, save=lambda r
     }
     save(result)
     if gpus < 2:
-        result["method"] = ("one GPU: stock, plugin and a second stock server started together "
-                            "on it, each round one batch sent to all three at the same moment")
+        result["method"] = ("one GPU: stock, plugin and a second stock server started on it "
+                            "one after the other, each round one batch sent to all three at "
+                            "the same moment")
         _one_gpu_session(prompts, layout, settings, result, save)
         return result
     result["method"] = ("two GPUs: each round starts stock and plugin together, one on each "
@@ -496,9 +497,9 @@ def run_paired_cost(layout: Layout, settings: Settings, gpus: int, save=lambda r
 def _one_gpu_session(prompts: list[str], layout: Layout, settings: Settings, result: dict,
                      save) -> None:
     """One GPU: swapping GPUs means nothing there, so the three servers are
-    started once, together, and every round sends one batch to all three at
-    the same moment: plugin/stock and stock-b/stock come from the same
-    moment of the same GPU."""
+    started once (one after the other: see ``_start_together``), and every
+    round sends one batch to all three at the same moment: plugin/stock and
+    stock-b/stock come from the same moment of the same GPU."""
     names = ("stock", "plugin", "stock-b") if settings.aa_rounds else ("stock", "plugin")
     servers, sides = _start_together(names, {n: "0" for n in names}, "session", 0, layout,
                                      settings)
@@ -538,6 +539,12 @@ def _start_together(names, devices: dict, kind: str, round_no: int, layout: Layo
     import threading
 
     servers, sides = {}, {}
+    # Servers that share a GPU start one after the other: vLLM sizes its KV
+    # cache from the memory it sees used while it profiles, and a neighbour
+    # starting at the same moment takes that memory away ("No available
+    # memory for the cache blocks", seen on one H200 on 2026-12-01).
+    one_by_one = len(set(devices.values())) < len(names)
+    starts: dict = {}
     for name in names:
         port = free_port()
         command = serve_command(
@@ -550,9 +557,16 @@ def _start_together(names, devices: dict, kind: str, round_no: int, layout: Layo
         log_path = layout.logs / f"paired-{kind}-{round_no}-{name}.log"
         servers[name] = Server(command, env, log_path, port).__enter__()
         sides[name] = {"log": str(log_path), "device": devices[name]}
-    starts: dict = {}
+        if one_by_one:
+            try:
+                starts[name] = observe_start(servers[name], settings.start_timeout_s)
+            except BaseException:
+                for server in servers.values():
+                    server.stop()
+                raise
     threads = [threading.Thread(target=lambda n=n: starts.__setitem__(
-        n, observe_start(servers[n], settings.start_timeout_s))) for n in names]
+        n, observe_start(servers[n], settings.start_timeout_s))) for n in names
+        if n not in starts]
     try:
         for t in threads:
             t.start()
