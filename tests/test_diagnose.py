@@ -59,6 +59,9 @@ EXPECTED = {
     "engine-e2e-2026-12-01/run-E-paired-plugin.log": 0,
     "engine-e2e-2026-12-01/run-E-paired-stock-b.log": 2,
     "engine-e2e-2026-12-01/run-E-paired-stock.log": 3,
+    # tensor parallel 2 on two H200s: both workers raise the AssertionError
+    "engine-e2e-2026-12-01/run-F-tp2-standin-stock.log": 1,
+    "engine-e2e-2026-12-01/run-F-tp2-standin-plugin-off.log": 1,
 }
 
 
@@ -289,3 +292,25 @@ def test_help_lists_the_exit_codes():
     text = " ".join(proc.stdout.split())
     for code in range(5):
         assert f" {code} " in text or f"Exit status: {code}" in text
+
+
+@pytest.mark.parametrize("case", ["standin-stock", "standin-plugin-off"])
+def test_a_real_tensor_parallel_2_log_is_read_per_worker(case):
+    """Two H200s, --tensor-parallel-size 2: the workers' lines interleave,
+    some carry two prefixes and some none; each worker's own traceback and
+    its own plugin line are found."""
+    d = diagnosed((ALL_RESULTS / f"engine-e2e-2026-12-01/run-F-tp2-{case}.log").read_text())
+    assert d.verdict == "crash-50615"
+    model = [p for p in d.processes if p["runs_model"]]
+    assert [p["process"].split()[0] for p in model] == ["Worker_TP0", "Worker_TP1"]
+    assert sorted(d.crash["processes"]) == sorted(p["process"] for p in model)
+    for p in model:
+        assert p["crash_50615"]["statement"] == "assert self.topk_indices_buffer is not None"
+        assert p["crash_50615"]["under_profile_run"]
+    states = {p["process"].split()[0]: [x["state"] for x in p["plugin"]] for p in d.processes}
+    if case == "standin-plugin-off":
+        assert states == {"APIServer": ["disabled"], "EngineCore": ["disabled"],
+                          "Worker_TP0": ["disabled"], "Worker_TP1": ["disabled"]}
+        assert "DSPARK_ATTN_PLUGIN=off" in d.remedy
+    else:
+        assert all(s == [] for s in states.values())

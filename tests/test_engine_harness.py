@@ -672,3 +672,23 @@ def test_the_cuda_graph_run_passes_its_checks():
     # The graphs were captured in the plugin's server.
     log = (RESULTS.parent / "engine-e2e-2026-12-01" / "run-E-standin-plugin.log").read_text()
     assert "Graph capturing finished" in log and "--enforce-eager" not in log
+
+
+def test_the_tensor_parallel_2_run_passes_its_checks_in_both_workers():
+    """2026-12-01, two H200s, --tensor-parallel-size 2: every worker crashes
+    at the inserted assertion (and says the plugin is off, where it is)."""
+    folder = RESULTS.parent / "engine-e2e-2026-12-01"
+    run = json.loads((folder / "run-F.json").read_text())
+    assert run["settings"]["tensor_parallel_size"] == 2
+    layout = harness.Layout(Path(run["standin"]["path"]).parent)
+    line = run["standin"]["assertion_line"]
+    for name in ("standin-stock", "standin-plugin-off"):
+        measured = {**run["cases"][name],
+                    "diagnosis": harness.read_log(folder / f"run-F-tp2-{name}.log")}
+        assert harness.check_case(harness.CASES[name], measured, layout, line,
+                                  tensor_parallel_size=2) == [], name
+        # One worker without its crash fails the case.
+        d = copy.deepcopy(measured["diagnosis"])
+        harness.model_processes(d)[1]["crash_50615"] = None
+        assert harness.check_case(harness.CASES[name], {**measured, "diagnosis": d}, layout,
+                                  line, tensor_parallel_size=2)

@@ -158,6 +158,7 @@ class LogReader:
         self.log = Log()
         self._source = 0
         self._pending: deque = deque()  # plugin lines with no prefix yet
+        self._dangling: deque = deque()  # prefixes whose text is on a later line
         self._unprefixed_multi = False
 
     def next_source(self) -> None:
@@ -195,17 +196,30 @@ class LogReader:
     def feed(self, raw: str) -> None:
         self.log.lines += 1
         line = _ANSI.sub("", raw.rstrip("\r\n")).rstrip("\r")
-        found = _PREFIX.match(line)
+        # Processes writing to one stream at once can leave a prefix without
+        # its text: ``(Worker_TP1 pid=2) (Worker_TP0 pid=1) text`` is TP0's
+        # line, and TP1's text comes later on a line of its own, without a
+        # prefix. The last prefix owns the text; an earlier one is owed the
+        # next line that has none.
+        found = None
+        prefixes = []
+        while (m := _PREFIX.match(line)) is not None:
+            found = m
+            prefixes.append((m.group("name"), m.group("pid")))
+            line = line[m.end():]
         name = pid = None
-        if found:
-            name, pid = found.group("name"), found.group("pid")
-            line = line[found.end():]
+        if prefixes:
+            name, pid = prefixes[-1]
+            self._dangling.extend(prefixes[:-1])
+        elif self._dangling:
+            name, pid = self._dangling.popleft()
+            found = True
         head = _HEAD.match(line)
         file = None
         if head:
             file = head.group("file")
             line = line[head.end():]
-        if found or head:
+        if found is not None or head:
             self.log.vllm_lines += 1
         proc = self._process(name, pid)
         self._read(proc, line, file, found is None)
