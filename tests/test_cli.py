@@ -19,6 +19,9 @@ CLI = shutil.which("dspark-attn-plugin", path=os.path.dirname(sys.executable))
 def cli(*args, **env):
     full_env = {k: v for k, v in os.environ.items() if k not in ("VLLM_PLUGINS",)}
     full_env.pop("DSPARK_ATTN_PLUGIN", None)
+    if "PYTHONPATH" in env and os.environ.get("PYTHONPATH"):
+        # A fake vLLM first, before whatever PYTHONPATH already holds.
+        env = {**env, "PYTHONPATH": env["PYTHONPATH"] + os.pathsep + os.environ["PYTHONPATH"]}
     full_env.update(env)
     return subprocess.run(
         [CLI, *args], env=full_env, capture_output=True, text=True, timeout=300

@@ -36,7 +36,9 @@ def _status(tmp_path, text: str) -> dict:
     (tmp_path / "tree" / "vllm" / "__init__.py").write_text("")
     (pkg / "flashmla.py").write_text(text)
     env = {k: v for k, v in os.environ.items() if k not in ("VLLM_PLUGINS", "DSPARK_ATTN_PLUGIN")}
-    env["PYTHONPATH"] = str(tmp_path / "tree")
+    # First on the path, before whatever PYTHONPATH already holds.
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tmp_path / "tree"),
+                                                      os.environ.get("PYTHONPATH")]))
     proc = subprocess.run([CLI, "status", "--json"], env=env, capture_output=True,
                           text=True, timeout=120)
     report = json.loads(proc.stdout)

@@ -2,12 +2,35 @@
 
 No weights: the engine is started with ``--load-format dummy``. The config
 (``tiny_dsv4_config.json`` beside this file) is the smallest DeepSeek-V4 +
-DSpark shape seen to start a real vLLM 0.26.0 engine on an H200; why each
-value is what it is: ``../shared/gpu/tiny-dsv4-notes.md`` in the project's
-workspace. The tokenizer is built here with the ``tokenizers`` library: a
-byte-level BPE of exactly ``vocab_size`` ids, 0 = BOS, 1 = EOS, 2 = PAD and
-the last id the DSpark noise token, so every id a random-weight model emits
-decodes.
+DSpark shape seen to start a real vLLM 0.26.0 engine on an H200. What fixes
+its values, read off vLLM 0.26.0's source:
+
+- ``head_dim`` 512, ``qk_rope_head_dim`` 64, ``index_head_dim`` 128: the
+  only sizes FlashMLA sparse, the SWA backend and the compressor take;
+- ``hc_mult`` 4 and ``hidden_size`` 2048: tilelang's small-token kernels
+  tile 24 = 4 x 6 outputs and need at least 2048 to cover every split;
+- ``q_lora_rank``, ``o_lora_rank`` 1024 and ``moe_intermediate_size`` 256:
+  multiples of 128, as the block-FP8 linears and DeepGEMM need (N % 64,
+  K % 128); ``expert_dtype`` fp8 with float32 scales keeps dummy weights
+  finite;
+- ``compress_ratios`` [0, 4, 128, 4, 0]: an SWA-only layer, a C4 layer with
+  its indexer, a C128 layer; vLLM needs one ratio above 1 and one SWA-only
+  entry (the DSpark layers are SWA-only and use the SWA-only scheduler that
+  entry makes it build);
+- ``n_mtp_layers`` 3, ``dspark_target_layer_ids`` [1, 2, 3],
+  ``dspark_block_size`` 5, ``dspark_noise_token_id`` 1023 (the last id of
+  the 1024-id vocabulary): the DSpark drafter's layers, the target layers it
+  taps, and the noise token it embeds; 5 speculative tokens are then
+  allowed;
+- ``index_topk`` 512, ``sliding_window`` 128, 16 routed experts of which 6
+  per token, one hash-routed layer: production values or the sizes the
+  top-k and routing kernels support;
+- ``rope_scaling`` yarn x4 over 1024 positions: 4096 positions, so
+  ``max_model_len`` may be 1024 and more.
+
+The tokenizer is built here with the ``tokenizers`` library: a byte-level
+BPE of exactly ``vocab_size`` ids, 0 = BOS, 1 = EOS, 2 = PAD and the last id
+the DSpark noise token, so every id a random-weight model emits decodes.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # Starts benchmarks/engine_e2e.py in a process session of its own, so that it
-# outlives the command that started it, and returns at once. For machines lent
-# in calls of bounded length (the lent H200: 10 minutes a call, while every
-# case plus the cost rounds take about 28 on a cold machine): one call starts
-# it, later calls wait for it and fetch what it has written
-# (collect_detached.sh).
+# outlives the command that started it, and returns at once. For machines
+# where one command may not outlast a whole run (on a cold H200 every case
+# plus the cost rounds take about 28 minutes): one command starts it, later
+# ones wait for it and fetch what it has written (collect_detached.sh).
 #
 #   start_detached.sh DEADLINE_S JOB_DIR ENGINE_E2E_ARGS...
 #

@@ -467,14 +467,14 @@ class _Walk:
             return
         if isinstance(node, (ast.Attribute, ast.Subscript)) and is_buffer(node.value):
             self._crash(node, reach)  # ``buffer.shape`` / ``buffer[...]`` of None
-            self.expr(node.value.value, reach, frame)
+            self._base(node.value, reach, frame)
             if isinstance(node, ast.Subscript):
                 self.expr(node.slice, reach, frame)
             return
         if is_buffer(node):
             self.mentions = True
             self._unresolved(node, reach, f"uses {BUFFER_ATTR} other than by testing it against None")
-            self.expr(node.value, reach, frame)
+            self._base(node, reach, frame)
             return
         if isinstance(node, ast.Constant) and node.value == BUFFER_ATTR:
             self.mentions = True
@@ -500,6 +500,12 @@ class _Walk:
                 self.expr(child, reach, frame)
             else:
                 self._any(child, reach, frame)
+
+    def _base(self, buffer: ast.Attribute, reach: bool, frame: _Frame) -> None:
+        """What the buffer is read from: the layer itself is no escape."""
+        base = buffer.value
+        if not (isinstance(base, ast.Name) and base.id in frame.layers):
+            self.expr(base, reach, frame)
 
     def _layer_attribute(self, node: ast.Attribute, reach: bool, frame: _Frame) -> None:
         """``self.x``: a property of the class runs code."""
