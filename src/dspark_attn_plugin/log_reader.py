@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 MAX_LINE = 64 * 1024
 # Frames kept of one traceback (the innermost ones), besides their names.
 MAX_FRAMES = 64
+# Unprefixed plugin lines and dangling prefixes kept waiting for their process.
+MAX_PENDING = 64
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _PREFIX = re.compile(r"^\((?P<name>[A-Za-z_][\w.-]*)(?: pid=(?P<pid>\d+))?\) ?")
@@ -157,9 +159,10 @@ class LogReader:
     def __init__(self) -> None:
         self.log = Log()
         self._source = 0
-        self._pending: deque = deque()  # plugin lines with no prefix yet
-        self._dangling: deque = deque()  # prefixes whose text is on a later line
-        self._unprefixed_multi = False
+        # Both bounded, so that no log makes them grow: plugin lines with no
+        # prefix yet, and prefixes whose text is on a later line.
+        self._pending: deque = deque(maxlen=MAX_PENDING)
+        self._dangling: deque = deque(maxlen=MAX_PENDING)
 
     def next_source(self) -> None:
         """The lines that follow come from another file (pids may repeat)."""
