@@ -30,7 +30,7 @@ define quietly
 	echo "$(2) failed (exit $$rc); full log: $(CURDIR)/$(LOGS)/$(1).log" >&2; exit $$rc; fi
 endef
 
-.PHONY: venv dist wheel install test verify bench bench-diagnose mutants clean
+.PHONY: venv dist wheel install test verify bench bench-diagnose mutants fuzz clean
 
 # No prerequisite: the venv's name already carries a hash of the requirements
 # (a fresh clone's new file times must not force a rebuild).
@@ -71,6 +71,13 @@ bench-diagnose: install
 # make at least one offline test fail. Several minutes; not part of `make test`.
 mutants: install
 	@$(BIN)/python tests/mutation_check.py $(MUTANTS_ARGS)
+
+# Generated flashmla variants, executed (tests/fuzz_variants.py): thousands of
+# examples, the tally in FUZZ_JSON. `make test` runs a few hundred of them.
+FUZZ_EXAMPLES ?= 5000
+FUZZ_JSON ?= benchmarks/results/fuzz-$(shell date +%Y-%m-%d).json
+fuzz: install
+	@$(BIN)/python tests/fuzz_variants.py --examples $(FUZZ_EXAMPLES) --json $(FUZZ_JSON)
 
 # The plugin's wheel alone, with nothing but pip (no vLLM venv): dist/.
 wheel:

@@ -89,6 +89,67 @@ def larger_gather(source: str) -> str:
     )
 
 
+_STEADY = "        assert isinstance(attn_metadata, dict)\n"
+
+
+def steady_torch_check(source: str) -> str:
+    """The steady path checks ``q`` with ``torch._check`` (a call on a module
+    attribute, a lambda for the message)."""
+    return _replace_once(
+        source, _STEADY, _STEADY + "        torch._check(q.dim() == 3, lambda: 'q must be 3-d')\n"
+    )
+
+
+def steady_super(source: str) -> str:
+    """The steady path can call the base class through ``super()``."""
+    return _replace_once(
+        source,
+        _STEADY,
+        _STEADY + "        if q.dim() < 0:\n            super().forward_mqa(q, kv, positions, output)\n",
+    )
+
+
+def steady_mangled(source: str) -> str:
+    """The steady path sets a name-mangled attribute."""
+    return _replace_once(
+        source, _STEADY, _STEADY + "        if q.dim() < 0:\n            self.__scratch = None\n"
+    )
+
+
+def assert_then_unseen_check(source: str) -> str:
+    """After the known assertion, the buffer's None test is handed to
+    ``torch._assert``: with the assertion made conditional the warmup still
+    cannot be shown to start (the edited method reads ``unknown``)."""
+    return _replace_once(
+        source,
+        WARMUP_ASSERT,
+        WARMUP_ASSERT.replace(
+            "            top_k",
+            "            torch._assert(self.topk_indices_buffer is not None, 'top-k')\n"
+            "            top_k",
+        ),
+    )
+
+
+def validator_method(source: str) -> str:
+    """The assertion replaced by a method of the class that raises when the
+    buffer is missing."""
+    source = _replace_once(
+        source,
+        WARMUP_ASSERT,
+        "            self._validate_topk()\n"
+        "            top_k = 0 if swa_only else self.topk_indices_buffer.shape[-1]\n",
+    )
+    return _replace_once(
+        source,
+        "    def forward_mqa(\n",
+        "    def _validate_topk(self) -> None:\n"
+        "        if self.topk_indices_buffer is None:\n"
+        "            raise ValueError('no top-k buffer')\n\n"
+        "    def forward_mqa(\n",
+    )
+
+
 def assert_in_helper_method(source: str) -> str:
     """The assertion moved into a method of the class: affected, but not the
     statement upstream's edit applies to."""

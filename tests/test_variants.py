@@ -46,7 +46,7 @@ def _status(tmp_path, text: str) -> dict:
     return report
 
 
-def _runtime(tmp_path, text: str, caplog):
+def _runtime(tmp_path, text: str, caplog, errors=(AssertionError,)):
     """Load ``text`` as vLLM's flashmla module, register the plugin, and run
     the warmup of an SWA-only layer without a buffer: (patched, error)."""
     module = variants.load(text, tmp_path, install=True)
@@ -57,7 +57,7 @@ def _runtime(tmp_path, text: str, caplog):
     try:
         with synthetic.warmup_context():
             layer.forward_mqa(q, kv, positions, output)
-    except AssertionError as exc:
+    except errors as exc:
         return patch.is_patched(module), exc
     return patch.is_patched(module), None
 
@@ -93,8 +93,15 @@ def test_fixed_and_not_affected_code_is_left_alone(
 
 
 @pytest.mark.parametrize(
-    "derive", [variants.extra_parameter, variants.renamed_parameter, variants.larger_gather],
-    ids=["extra-optional-parameter", "renamed-parameter-and-annotation", "other-sizing"],
+    "derive",
+    [
+        variants.extra_parameter, variants.renamed_parameter, variants.larger_gather,
+        variants.steady_torch_check, variants.steady_super, variants.steady_mangled,
+    ],
+    ids=[
+        "extra-optional-parameter", "renamed-parameter-and-annotation", "other-sizing",
+        "steady-torch-check", "steady-super", "steady-name-mangled",
+    ],
 )
 def test_fork_with_the_known_warmup_is_protected_and_patched(
     tmp_path, source, cpu_workspace, caplog, derive
@@ -107,15 +114,20 @@ def test_fork_with_the_known_warmup_is_protected_and_patched(
     assert _messages(caplog, "WARNING") == []
 
 
+@pytest.mark.parametrize(
+    "derive",
+    [variants.assert_in_helper_method, variants.validator_method, variants.assert_then_unseen_check],
+    ids=["assert-in-helper", "validator-method-raises", "edited-method-still-unknown"],
+)
 def test_affected_code_the_edit_does_not_fit_is_unknown_and_left_alone(
-    tmp_path, source, cpu_workspace, caplog
+    tmp_path, source, cpu_workspace, caplog, derive
 ):
-    text = variants.assert_in_helper_method(source)
+    text = derive(source)
     assert classify_source(text).verdict is Verdict.AFFECTED
     report = _status(tmp_path, text)
     assert (report["verdict"], report["protected"], report["exit_code"]) == ("unknown", False, 2)
     assert "cannot patch" in report["reason"]
-    patched, error = _runtime(tmp_path, text, caplog)
+    patched, error = _runtime(tmp_path, text, caplog, errors=(AssertionError, ValueError))
     # What status warned of: no patch, and the warmup still fails.
     assert not patched and error is not None
     warnings = _messages(caplog, "WARNING")

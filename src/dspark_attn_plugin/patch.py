@@ -36,14 +36,12 @@ Remove when
 
 from __future__ import annotations
 
-import ast
 import threading
 import types
 
+from dspark_attn_plugin import method_code
 from dspark_attn_plugin.target import CLASS_NAME, METHOD_NAME
 from dspark_attn_plugin.warmup_edit import NOTE_NAME, plan_edit
-
-_FACTORY = "__dspark_attn_plugin_factory__"
 
 # The functions this plugin made, by identity: patched -> vLLM's own.
 _ours: dict[types.FunctionType, types.FunctionType] = {}
@@ -91,30 +89,6 @@ def is_patched(module: types.ModuleType) -> bool:
     return _wraps_ours(current)
 
 
-def _same_code(a: types.CodeType, b: types.CodeType) -> bool:
-    """Same bytecode, names and constants (nested code objects alike)."""
-    if (a.co_code, a.co_names, a.co_varnames, a.co_freevars) != (
-        b.co_code,
-        b.co_names,
-        b.co_varnames,
-        b.co_freevars,
-    ) or len(a.co_consts) != len(b.co_consts):
-        return False
-    for x, y in zip(a.co_consts, b.co_consts):
-        if isinstance(x, types.CodeType) and isinstance(y, types.CodeType):
-            if not _same_code(x, y):
-                return False
-        elif type(x) is not type(y) or x != y:
-            return False
-    return True
-
-
-def _function_code(module_code: types.CodeType, name: str) -> types.CodeType:
-    return next(
-        c for c in module_code.co_consts if isinstance(c, types.CodeType) and c.co_name == name
-    )
-
-
 def _build(module: types.ModuleType, stock: types.FunctionType, note) -> types.FunctionType:
     """vLLM's ``forward_mqa`` compiled again from its source with upstream's
     edit. Raises PatchError where that is not safe."""
@@ -125,33 +99,15 @@ def _build(module: types.ModuleType, stock: types.FunctionType, note) -> types.F
     plan = plan_edit(source)
     if not plan.applies:
         raise PatchError(plan.refusal or f"{plan.classification.verdict} code: nothing to edit")
-    futures = [
-        n for n in plan.tree.body if isinstance(n, ast.ImportFrom) and n.module == "__future__"
-    ]
-
     # The source must be the loaded code: compiled as it is, same bytecode.
-    plain = ast.Module(body=[*futures, plan.function], type_ignores=[])
-    plain_code = _function_code(
-        compile(plain, filename, "exec", dont_inherit=True), plan.function.name
-    )
-    if not _same_code(plain_code, stock.__code__):
+    if not method_code.same_code(
+        method_code.plain_code(plan.function, plan.tree, filename), stock.__code__
+    ):
         raise PatchError(f"loaded {METHOD_NAME} does not match {filename}")
-
-    # Compiled inside a factory, so the note is a closure cell (no global
-    # added to vLLM's module); globals are the flashmla module's, as for
-    # vLLM's own function.
-    factory = ast.parse(
-        f"def {_FACTORY}({NOTE_NAME}):\n    return {plan.edited.name}\n"
-    ).body[0]
-    factory.body.insert(0, plan.edited)
-    patched_module = ast.Module(body=[*futures, factory], type_ignores=[])
-    ast.fix_missing_locations(patched_module)
-    namespace: dict = {}
-    exec(compile(patched_module, filename, "exec", dont_inherit=True), module.__dict__, namespace)
-    patched = namespace[_FACTORY](note)
-    patched.__qualname__ = stock.__qualname__
-    patched.__dict__.update(stock.__dict__)
-    return patched
+    factory = method_code.edited_factory(plan.edited, plan.tree, filename, NOTE_NAME)
+    return method_code.build_edited(
+        factory, module.__dict__, note, _target_class(module), stock
+    )
 
 
 def apply(module: types.ModuleType) -> bool:

@@ -12,9 +12,9 @@ import os
 from dataclasses import asdict, dataclass
 from importlib import metadata
 
-from dspark_attn_plugin import __version__, settings
-from dspark_attn_plugin.target import FLASHMLA_PATH
-from dspark_attn_plugin.warmup_edit import plan_edit
+from dspark_attn_plugin import __version__, method_code, settings
+from dspark_attn_plugin.target import FLASHMLA_PATH, METHOD_NAME
+from dspark_attn_plugin.warmup_edit import NOTE_NAME, plan_edit
 from dspark_attn_plugin.warmup_shape import Verdict
 
 ENTRY_POINT_GROUP = "vllm.general_plugins"
@@ -193,15 +193,33 @@ def _classify_file(package_dir: str, flashmla_path: str) -> tuple[Verdict, str]:
             source = f.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise StatusError(f"cannot read {flashmla_path}: {exc}") from exc
-    # The runtime's own plan: protected only where the patch would be built
-    # (everything but the bytecode check, which needs the loaded module).
+    # The runtime's own plan and checks: protected only where the runtime
+    # builds the patch. The runtime compares the rebuilt method with the
+    # loaded function; here, with the file compiled whole (what an import of
+    # it runs).
     plan = plan_edit(source)
     result = plan.classification
-    if result.verdict is Verdict.AFFECTED and not plan.applies:
-        return Verdict.UNKNOWN, (
-            f"{result.reason}, but the plugin cannot patch it: {plan.refusal}"
-        )
+    if result.verdict is Verdict.AFFECTED:
+        refusal = plan.refusal if not plan.applies else _build_check(plan, source, flashmla_path)
+        if refusal:
+            return Verdict.UNKNOWN, (
+                f"{result.reason}, but the plugin cannot patch it: {refusal}"
+            )
     return result.verdict, result.reason
+
+
+def _build_check(plan, source: str, path: str) -> str | None:
+    """What the runtime's build would refuse, short of the import."""
+    try:
+        compiled = method_code.module_method_code(source, path)
+        if compiled is None or not method_code.same_code(
+            method_code.plain_code(plan.function, plan.tree, path), compiled
+        ):
+            return f"{METHOD_NAME} rebuilt from its source does not match the module's own"
+        method_code.edited_factory(plan.edited, plan.tree, path, NOTE_NAME)
+    except (SyntaxError, ValueError, TypeError) as exc:
+        return f"the edited {METHOD_NAME} does not compile: {exc}"
+    return None
 
 
 def _compiled_forms(source_path: str) -> list[str]:

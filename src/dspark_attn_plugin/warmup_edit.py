@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 from dataclasses import dataclass
 
 from dspark_attn_plugin.target import METHOD_NAME
@@ -58,6 +59,7 @@ class EditPlan:
         return self.edited is not None
 
 
+@functools.lru_cache(maxsize=8)
 def plan_edit(source: str) -> EditPlan:
     """The edit for ``source``; ``edited`` is None unless it is affected code
     that the edit makes ``fixed``."""
@@ -101,7 +103,7 @@ def plan_edit(source: str) -> EditPlan:
     assertion = branch.body[index]
     branch.body[index] = _conditional(assertion, layer, note=False)
 
-    check = classify_method(edited, {**methods, METHOD_NAME: edited})
+    check = classify_method(edited, {**methods, METHOD_NAME: edited}, tree=tree, cls=cls)
     if check.verdict is not Verdict.FIXED:
         return refuse(
             f"with the assertion at line {line} made conditional, the warmup "

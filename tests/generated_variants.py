@@ -1,0 +1,355 @@
+"""Generated variants of the real warmup branch, and their ground truth by execution.
+
+A Hypothesis strategy rewrites the warmup branch of the installed vLLM
+0.27.1 ``flashmla.py`` (the affected shape) and of the same source with
+vLLM #50693 applied (0.28.0's shape): the assertion and the ``top_k`` line
+are replaced by a generated block of tests, assertions, raises, aliases,
+walrus, lambdas, methods, properties, ``torch._assert``, conditional
+expressions, early returns, ``match``, ``try``, ``with``, loops; sometimes
+``forward_mqa`` is decorated or its steady path gains statements
+(``torch._check``, ``super()``, a name-mangled attribute).
+
+``observe`` then executes a variant on synthetic layers (SWA-only with ratio
+0 and 1 and no buffer, sparse with and without one) and sets the
+classifier's, ``plan_edit``'s, the runtime's and ``status``'s answers
+beside what ran. ``problems`` lists every way they disagree with the run.
+A failure that the same layer with a buffer also has (a variant that
+asserts something false of ``q``, say) is not vLLM #50615's and is left
+out: the claim under test is "SWA-only layers do not need the buffer".
+Shared by ``test_generated_variants.py`` and ``fuzz_variants.py``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hypothesis import strategies as st
+
+import flashmla_variants as variants
+
+# --- the generator ------------------------------------------------------------------
+
+_BUFFER_TESTS = [
+    "self.topk_indices_buffer is not None",
+    "self.topk_indices_buffer is None",
+    "self.topk_indices_buffer",
+    "bool(self.topk_indices_buffer)",
+    "getattr(self, 'topk_indices_buffer') is not None",
+    "has_buf",
+    "(b := self.topk_indices_buffer) is not None",
+    "self._has_topk()",
+    "self.has_topk",
+    "(lambda: self.topk_indices_buffer is not None)()",
+]
+_RATIO_TESTS = [
+    "swa_only",
+    "not swa_only",
+    "self.compress_ratio <= 1",
+    "self.compress_ratio > 1",
+    "self.compress_ratio in (0, 1)",
+    "self.compress_ratio < 2",
+    "not self.compress_ratio > 1",
+    "self.compress_ratio == 1",
+    "self.compress_ratio == 0",
+    "ratio <= 1",
+    "1 >= ratio",
+]
+_OTHER_TESTS = ["q.dim() == 3", "q.dim() == 2", "True", "False"]
+
+_TOPK_EXPRS = [
+    "0",
+    "self.topk_indices_buffer.shape[-1]",
+]
+
+
+@st.composite
+def tests(draw, depth=0):
+    atom = st.sampled_from(_BUFFER_TESTS + _RATIO_TESTS + _OTHER_TESTS)
+    if depth >= 2:
+        return draw(atom)
+    kind = draw(st.integers(0, 5))
+    if kind <= 2:
+        return draw(atom)
+    if kind == 3:
+        return f"not ({draw(tests(depth + 1))})"
+    op = draw(st.sampled_from(["and", "or"]))
+    return f"({draw(tests(depth + 1))}) {op} ({draw(tests(depth + 1))})"
+
+
+@st.composite
+def topk_exprs(draw):
+    base = st.sampled_from(_TOPK_EXPRS)
+    if draw(st.booleans()):
+        return draw(base)
+    return f"{draw(base)} if {draw(tests())} else {draw(base)}"
+
+
+def _indent(lines: list[str], n: int = 4) -> list[str]:
+    return [" " * n + line for line in lines]
+
+
+@st.composite
+def statements(draw, depth=0):
+    """One statement, as lines indented from 0."""
+    simple = [
+        lambda: [f"assert {draw(tests())}"],
+        lambda: [f"assert {draw(tests())}, 'needs the top-k buffer'"],
+        lambda: [f"if {draw(tests())}:", "    raise ValueError('no top-k buffer')"],
+        lambda: [f"torch._assert({draw(tests())}, 'needs the top-k buffer')"],
+        lambda: [f"top_k = {draw(topk_exprs())}"],
+        lambda: [f"x = {draw(topk_exprs())}"],
+        lambda: ["pass"],
+        lambda: ["self._validate()"],
+        lambda: ["_check_buffer(self.topk_indices_buffer)"],
+        lambda: [f"if {draw(tests())}:", "    output.zero_()", "    return"],
+    ]
+    if depth >= 2:
+        return draw(st.sampled_from(simple))()
+    kind = draw(st.integers(0, len(simple) + 6))
+    if kind < len(simple):
+        return simple[kind]()
+    body = lambda: _indent(draw(blocks(depth + 1)))  # noqa: E731
+    compound = kind - len(simple)
+    if compound == 0:
+        lines = [f"if {draw(tests())}:", *body()]
+        if draw(st.booleans()):
+            lines += ["else:", *body()]
+        return lines
+    if compound == 1:
+        return ["for _ in range(1):", *body()]
+    if compound == 2:
+        return [f"while {draw(tests())}:", *body(), "    break"]
+    if compound == 3:
+        return ["try:", *body(), "except AssertionError:", "    top_k = 0"]
+    if compound == 4:
+        return ["with contextlib.nullcontext():", *body()]
+    if compound == 5:
+        return [
+            "match self.compress_ratio:",
+            "    case 0 | 1:", *_indent(body()),
+            "    case _:", *_indent(body()),
+        ]
+    return ["if self.compress_ratio <= 1:", *body(), "else:", *body()]
+
+
+@st.composite
+def blocks(draw, depth=0):
+    n = draw(st.integers(1, 3))
+    lines: list[str] = []
+    for _ in range(n):
+        lines += draw(statements(depth))
+    return lines
+
+
+CLASS_HELPERS = (
+    "    def _has_topk(self):\n"
+    "        return self.topk_indices_buffer is not None\n\n"
+    "    @property\n"
+    "    def has_topk(self):\n"
+    "        return self.topk_indices_buffer is not None\n\n"
+    "    def _validate(self):\n"
+    "        if self.topk_indices_buffer is None:\n"
+    "            raise ValueError('no top-k buffer')\n\n"
+)
+MODULE_HELPERS = (
+    "import contextlib\n\n\n"
+    "def _check_buffer(buffer):\n"
+    "    assert buffer is not None\n\n\n"
+    "def _identity(function):\n"
+    "    return function\n\n\n"
+)
+_CLASS_ANCHOR = "class DeepseekV4FlashMLAAttention("
+STEADY_EXTRAS = {
+    "torch-check": "        torch._check(q.dim() == 3, lambda: 'q must be 3-d')\n",
+    "super": "        if q.dim() < 0:\n            super().forward_mqa(q, kv, positions, output)\n",
+    "mangled": "        if q.dim() < 0:\n            self.__scratch = None\n",
+}
+_STEADY_ANCHOR = "        assert isinstance(attn_metadata, dict)\n"
+
+
+@dataclass(frozen=True)
+class Variant:
+    base: str  # "0.27.1" (affected) or "0.28.0-shape" (upstream's fix)
+    mode: str  # "replace" the base's assertion and top_k lines, or "prefix" them
+    block: tuple[str, ...]
+    decorated: bool
+    steady: tuple[str, ...]
+
+    def source(self, stock: str) -> str:
+        text = variants.upstream_fix(stock) if self.base != "0.27.1" else stock
+        old = (
+            variants.WARMUP_ASSERT
+            if self.base == "0.27.1"
+            else "            if swa_only:\n"
+            "                top_k = 0\n"
+            "            else:\n"
+            "                assert self.topk_indices_buffer is not None\n"
+            "                top_k = self.topk_indices_buffer.shape[-1]\n"
+        )
+        prelude = [
+            "ratio = self.compress_ratio",
+            "has_buf = self.topk_indices_buffer is not None",
+            "top_k = 0",
+        ]
+        block = "".join(" " * 12 + line + "\n" for line in [*prelude, *self.block])
+        text = variants._replace_once(text, old, block if self.mode == "replace" else block + old)
+        helpers = CLASS_HELPERS + ("    @_identity\n" if self.decorated else "")
+        text = variants._replace_once(text, "    def forward_mqa(\n", helpers + "    def forward_mqa(\n")
+        extras = "".join(STEADY_EXTRAS[name] for name in self.steady)
+        text = variants._replace_once(text, _STEADY_ANCHOR, _STEADY_ANCHOR + extras)
+        return variants._replace_once(text, _CLASS_ANCHOR, MODULE_HELPERS + _CLASS_ANCHOR)
+
+
+@st.composite
+def generated(draw):
+    base = draw(st.sampled_from(["0.27.1", "0.28.0-shape"]))
+    mode = draw(st.sampled_from(["replace", "prefix"]))
+    keep = mode == "prefix" and draw(st.integers(0, 4)) == 0  # the base's own branch
+    block = () if keep else tuple(draw(blocks()))
+    decorated = draw(st.integers(0, 9)) == 0
+    steady = tuple(
+        name for name in sorted(STEADY_EXTRAS) if draw(st.integers(0, 3)) == 0
+    )
+    return Variant(base, mode, block, decorated, steady)
+
+
+# --- ground truth ----------------------------------------------------------------------
+
+_counter = itertools.count()
+
+
+def load(source: str, folder: Path):
+    """``source`` executed as a module from a file of its own."""
+    n = next(_counter)
+    path = folder / f"flashmla_gen_{n}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(f"flashmla_gen_{n}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _buffer_class():
+    import torch
+
+    class Buffer(torch.Tensor):
+        """A top-k buffer that is true, as a present one reads in a test."""
+
+        def __bool__(self):
+            return True
+
+    return Buffer
+
+
+class _LazyBuffer:
+    cls = None
+
+
+def _run(method, layer, qkv, synthetic):
+    """None if the warmup runs, else (exception class name, line in flashmla)."""
+    q, kv, positions, output = qkv()
+    try:
+        with synthetic.warmup_context():
+            method(layer, q, kv, positions, output)
+    except Exception as exc:  # the ground truth: whatever it raises
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if "flashmla_gen_" in f.filename]
+        return (type(exc).__name__, frames[-1].lineno if frames else None)
+    return None
+
+
+@dataclass
+class Observation:
+    verdict: str
+    runs: dict = field(default_factory=dict)  # layer kind -> None | (exc, line)
+    plan_applies: bool = False
+    patched_runs: dict = field(default_factory=dict)
+    runtime_patched: bool = False
+    status_verdict: str = ""
+    build_error: str | None = None
+
+    def lacks_buffer(self, runs: dict) -> list[str]:
+        """The SWA-only layers (of ``runs``) whose warmup fails for lack of
+        the buffer: without one it fails, and not as it does with one."""
+        return [
+            kind for kind in ("swa0", "swa1")
+            if runs[kind] is not None and runs[kind] != self.runs[kind + "-buffer"]
+        ]
+
+
+def observe(variant: Variant, stock_source: str, folder: Path, synthetic) -> Observation:
+    from dspark_attn_plugin import instrumentation, patch, status
+    from dspark_attn_plugin.warmup_edit import plan_edit
+    from dspark_attn_plugin.warmup_shape import classify_source
+
+    text = variant.source(stock_source)
+    module = load(text, folder)
+    cls = module.DeepseekV4FlashMLAAttention
+    kinds = {
+        "swa0": synthetic.LayerKind("swa0", 0, False),
+        "swa1": synthetic.LayerKind("swa1", 1, False),
+        "swa0-buffer": synthetic.LayerKind("swa0b", 0, True),
+        "swa1-buffer": synthetic.LayerKind("swa1b", 1, True),
+        "sparse": synthetic.SPARSE_C4,
+        "sparse-no-buffer": synthetic.LayerKind("sparse_nb", 4, False),
+    }
+    layers = {k: synthetic.make_layer(cls, kind) for k, kind in kinds.items()}
+    for layer in layers.values():  # a buffer whose truth test is defined, as None's is
+        if layer.topk_indices_buffer is not None:
+            _LazyBuffer.cls = _LazyBuffer.cls or _buffer_class()
+            layer.topk_indices_buffer = layer.topk_indices_buffer.as_subclass(_LazyBuffer.cls)
+    stock = cls.__dict__["forward_mqa"]
+    obs = Observation(verdict=str(classify_source(text).verdict))
+    obs.runs = {k: _run(stock, layer, synthetic.qkv, synthetic) for k, layer in layers.items()}
+
+    plan = plan_edit(text)
+    obs.plan_applies = plan.applies
+    if plan.applies:
+        try:
+            patched = patch._build(module, stock, lambda layer: None)
+        except patch.PatchError as exc:
+            obs.build_error = str(exc)
+        else:
+            obs.patched_runs = {
+                k: _run(patched, layer, synthetic.qkv, synthetic) for k, layer in layers.items()
+            }
+    # The runtime's own decision on the loaded module, and status's on the file.
+    instrumentation._decide(module)
+    obs.runtime_patched = patch.is_patched(module)
+    if obs.runtime_patched:
+        patch.remove(module)
+    obs.status_verdict = str(status._classify_file(str(folder), module.__file__)[0])
+    return obs
+
+
+def problems(obs: Observation) -> list[str]:
+    """Every way the plugin's answers disagree with what ran."""
+    found = []
+    safe = obs.verdict in ("fixed", "not-affected")
+    if safe and obs.lacks_buffer(obs.runs):
+        found.append(f"read {obs.verdict} but the SWA-only warmup fails: {obs.runs}")
+    if obs.plan_applies and not obs.build_error:
+        if obs.lacks_buffer(obs.patched_runs):
+            found.append(f"the edit applies but the edited warmup fails: {obs.patched_runs}")
+        if obs.patched_runs["sparse-no-buffer"] != obs.runs["sparse-no-buffer"]:
+            found.append(
+                "the edit changes the sparse layer without a buffer: "
+                f"{obs.runs['sparse-no-buffer']} -> {obs.patched_runs['sparse-no-buffer']}"
+            )
+        if obs.patched_runs["sparse"] != obs.runs["sparse"]:
+            found.append("the edit changes the sparse layer with a buffer")
+    # status = runtime: protected exactly where the runtime patches or leaves
+    # safe code alone.
+    status_protected = obs.status_verdict in ("fixed", "not-affected", "affected")
+    runtime_protected = obs.runtime_patched or safe
+    if status_protected != runtime_protected:
+        found.append(
+            f"status says {obs.status_verdict} but the runtime "
+            f"{'patched' if obs.runtime_patched else 'did not patch'} ({obs.verdict})"
+        )
+    if obs.runtime_patched and not obs.plan_applies:
+        found.append("the runtime patched code plan_edit refuses")
+    return found

@@ -1,0 +1,286 @@
+"""One-line rules that a one-line change breaks: the switch, the
+``VLLM_PLUGINS`` allow-list, ``uninstrument()``, the bytecode comparison,
+and the classifier's own rules on small sources (each rule of
+``warmup_shape``'s docstring has a case here that its mutation turns)."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import types
+
+import pytest
+
+import dspark_attn_plugin
+from dspark_attn_plugin import method_code, settings, status
+from dspark_attn_plugin.target import FLASHMLA_MODULE
+from dspark_attn_plugin.warmup_shape import Verdict, classify_source
+
+# --- the switch -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("raw", ["off", "OFF", " off ", "Off\n"])
+def test_off_in_any_case_and_blanks_is_off(raw):
+    assert settings.read_mode({settings.ENV_VAR: raw}) == (settings.OFF, None)
+
+
+@pytest.mark.parametrize("raw", ["", "auto", " AUTO "])
+def test_auto_and_unset(raw):
+    assert settings.read_mode({settings.ENV_VAR: raw}) == (settings.AUTO, None)
+    assert settings.read_mode({}) == (settings.AUTO, None)
+
+
+@pytest.mark.parametrize("raw", ["of", "0", "false", "offf"])
+def test_other_values_are_auto_with_a_problem(raw):
+    mode, problem = settings.read_mode({settings.ENV_VAR: raw})
+    assert mode == settings.AUTO and repr(raw) in problem
+
+
+# --- VLLM_PLUGINS, as vLLM matches it -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value, loads",
+    [
+        (None, True),
+        ("dspark_attn_plugin", True),
+        ("other,dspark_attn_plugin", True),
+        ("dspark_attn_plugin,other", True),
+        ("dspark_attn_plugin_extra", False),  # contains our name: not ours
+        ("my_dspark_attn_plugin", False),
+        ("dspark", False),
+        ("", False),
+        ("other", False),
+    ],
+)
+def test_allow_list_matches_whole_names(value, loads):
+    env = {} if value is None else {"VLLM_PLUGINS": value}
+    assert status._plugin_load(env)[0] is loads
+
+
+@pytest.mark.parametrize("value", ["dspark_attn_plugin, other", " dspark_attn_plugin", "a,,b"])
+def test_allow_list_with_blanks_or_empty_names_is_an_error(value):
+    with pytest.raises(status.StatusError):
+        status.parse_vllm_plugins({"VLLM_PLUGINS": value})
+
+
+# --- uninstrument leaves nothing behind ---------------------------------------------
+
+
+def test_uninstrument_removes_the_hook_and_the_patch(layer_cls, stock_forward_mqa):
+    before = list(sys.meta_path)
+    dspark_attn_plugin.register()
+    assert len(sys.meta_path) == len(before) + 1
+    assert layer_cls.__dict__["forward_mqa"] is not stock_forward_mqa
+    dspark_attn_plugin.uninstrument()
+    assert sys.meta_path == before
+    assert layer_cls.__dict__["forward_mqa"] is stock_forward_mqa
+    # Registering again after uninstrument patches again (nothing stale kept).
+    dspark_attn_plugin.register()
+    assert layer_cls.__dict__["forward_mqa"] is not stock_forward_mqa
+    dspark_attn_plugin.uninstrument()
+    assert sys.meta_path == before
+
+
+# --- the bytecode comparison ------------------------------------------------------------
+
+
+def _code(body: str, filename="a.py"):
+    source = "class DeepseekV4FlashMLAAttention:\n    def forward_mqa(self):\n" + textwrap.indent(
+        body, " " * 8
+    )
+    return method_code.module_method_code(source, filename)
+
+
+def test_same_code_ignores_lines_and_file_names():
+    assert method_code.same_code(_code("return 1\n"), _code("\n\nreturn 1\n", "b.py"))
+
+
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        ("return 1\n", "return 2\n"),  # constants
+        ("return 1\n", "return True\n"),  # constant types (1 == True)
+        ("return x\n", "return y\n"),  # names
+        ("x = 1\nreturn x\n", "y = 1\nreturn y\n"),  # variables
+        ("return (lambda: 1)()\n", "return (lambda: 2)()\n"),  # nested code
+        ("return self.__a\n", "return self._DeepseekV4FlashMLAAttention__b\n"),  # mangling
+    ],
+)
+def test_same_code_sees_constants_names_and_nested_code(a, b):
+    assert not method_code.same_code(_code(a), _code(b))
+
+
+def test_rebuilt_method_keeps_mangling_and_super():
+    source = (
+        "class DeepseekV4FlashMLAAttention(Base):\n"
+        "    def forward_mqa(self, q):\n"
+        "        self.__x = 1\n"
+        "        return super().forward_mqa(q)\n"
+    )
+    import ast
+
+    tree = ast.parse(source)
+    function = tree.body[0].body[0]
+    assert method_code.same_code(
+        method_code.plain_code(function, tree, "f.py"),
+        method_code.module_method_code(source, "f.py"),
+    )
+
+
+# --- the classifier's rules (warmup_shape docstring R1-R6) ---------------------------------
+
+HEAD = (
+    "from vllm.forward_context import get_forward_context\n\n"
+    "class DeepseekV4FlashMLAAttention(Base):\n"
+    "{helpers}"
+    "    def forward_mqa(self, q, kv, positions, output):\n"
+    "        attn_metadata = get_forward_context().attn_metadata\n"
+    "        if attn_metadata is None:\n"
+    "{body}"
+    "            output.zero_()\n"
+    "            return\n"
+    "        self.steady(q)\n"
+    "{tail}"
+)
+
+
+def verdict(body: str, helpers: str = "", tail: str = "") -> Verdict:
+    return classify_source(
+        HEAD.format(
+            body=textwrap.indent(textwrap.dedent(body), " " * 12),
+            helpers=textwrap.indent(textwrap.dedent(helpers), " " * 4),
+            tail=textwrap.dedent(tail),
+        )
+    ).verdict
+
+
+GUARDED = "top_k = 0 if swa_only else self.topk_indices_buffer.shape[-1]\n"
+
+
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        # R2: the ratio decided in other spellings.
+        ("if self.compress_ratio in (0, 1):\n    top_k = 0\nelse:\n    top_k = self.topk_indices_buffer.shape[-1]\n", Verdict.FIXED),
+        ("if self.compress_ratio < 2:\n    top_k = 0\nelse:\n    top_k = self.topk_indices_buffer.shape[-1]\n", Verdict.FIXED),
+        ("if not self.compress_ratio > 1:\n    top_k = 0\nelse:\n    top_k = self.topk_indices_buffer.shape[-1]\n", Verdict.FIXED),
+        ("r = self.compress_ratio\nif r <= 1:\n    top_k = 0\nelse:\n    top_k = self.topk_indices_buffer.shape[-1]\n", Verdict.FIXED),
+        ("match self.compress_ratio:\n    case 0 | 1:\n        top_k = 0\n    case _:\n        top_k = self.topk_indices_buffer.shape[-1]\n", Verdict.FIXED),
+        ("try:\n    assert self.topk_indices_buffer is not None\nexcept AssertionError:\n    top_k = 0\n", Verdict.FIXED),
+        ("with torch.no_grad():\n    if swa_only:\n        output.zero_()\n        return\nassert self.topk_indices_buffer is not None\n", Verdict.FIXED),
+        ("with other_context():\n    if swa_only:\n        output.zero_()\n        return\nassert self.topk_indices_buffer is not None\n", Verdict.UNKNOWN),
+        ("if self.compress_ratio == 1:\n    top_k = 0\nelse:\n    top_k = self.topk_indices_buffer.shape[-1]\n", Verdict.AFFECTED),  # ratio 0
+        # R3: a reached raise; an assert on a derived value; an unbound local.
+        ("if self.topk_indices_buffer is None:\n    raise ValueError('x')\n", Verdict.AFFECTED),
+        ("has = self.topk_indices_buffer is not None\nassert has\n", Verdict.AFFECTED),
+        ("if q.dim() == 3:\n    raise ValueError('x')\n", Verdict.UNKNOWN),
+        ("if q.dim() == 3:\n    t = 1\nprint(t)\n", Verdict.UNKNOWN),
+        ("print(t)\nt = 1\n", Verdict.AFFECTED),
+        # R3 through calls: methods, properties, lambdas, module functions.
+        ("assert self._has()\n", Verdict.AFFECTED),
+        ("assert self.has\n", Verdict.AFFECTED),
+        ("assert (lambda: self.topk_indices_buffer is not None)()\n", Verdict.AFFECTED),
+        ("_require(self.topk_indices_buffer)\n", Verdict.AFFECTED),
+        # R4: derived values handed to outside code; undecided derived tests.
+        ("torch._assert(self.topk_indices_buffer is not None, 'x')\n", Verdict.UNKNOWN),
+        ("x = opaque(self.topk_indices_buffer)\n", Verdict.UNKNOWN),
+        ("if self.topk_indices_buffer == q:\n    pass\n", Verdict.UNKNOWN),
+        ("y = f'{self.topk_indices_buffer}' if q else 0\n", Verdict.FIXED),
+        ("reserve(self)\n", Verdict.UNKNOWN),
+        ("self.inherited()\n", Verdict.UNKNOWN),
+        ("super().forward_mqa(q, kv, positions, output)\n", Verdict.UNKNOWN),
+        ("x = [b for b in self.topk_indices_buffer]\n", Verdict.AFFECTED),
+        # Safe: decided tests, guarded reads, conditional expressions.
+        (GUARDED, Verdict.FIXED),
+        ("x = self.topk_indices_buffer.shape[-1] if self.topk_indices_buffer is not None else 0\n", Verdict.FIXED),
+        ("if (b := self.topk_indices_buffer) is not None:\n    x = b.shape\n", Verdict.FIXED),
+        ("x = 0 if q.dim() else self.topk_indices_buffer.shape[-1]\n", Verdict.UNKNOWN),
+        ("reserve(self.window_size)\n", Verdict.NOT_AFFECTED),
+        # R4: an undecided test on a derived value (no operator involved).
+        ("if self.topk_indices_buffer is q:\n    pass\n", Verdict.UNKNOWN),
+        ("while self.topk_indices_buffer is q:\n    break\n", Verdict.UNKNOWN),
+        # R4: a statement kind the walk does not model.
+        ("class Inner:\n    pass\n", Verdict.UNKNOWN),
+        ("global top_k\n", Verdict.UNKNOWN),
+    ],
+)
+def test_rules(body, expected):
+    helpers = (
+        "def _has(self):\n    return self.topk_indices_buffer is not None\n\n"
+        "@property\ndef has(self):\n    return self.topk_indices_buffer is not None\n\n"
+    )
+    tail = "\n\ndef _require(buffer):\n    assert buffer is not None\n"
+    assert verdict("swa_only = self.compress_ratio <= 1\n" + body, helpers, tail) is expected
+
+
+@pytest.mark.parametrize(
+    "helpers, tail",
+    [
+        ("@some_decorator\n", ""),  # forward_mqa decorated
+        ("", "\nDeepseekV4FlashMLAAttention.forward_mqa = other\n"),  # rebound after
+        ("", "\nclass DeepseekV4FlashMLAAttention(Other):\n    pass\n"),  # defined twice
+        ("", "\nsetattr(DeepseekV4FlashMLAAttention, 'forward_mqa', other)\n"),
+        ("forward_mqa = None\n", ""),  # bound twice in the class
+    ],
+)
+def test_class_as_loaded_must_be_the_class_as_written(helpers, tail):
+    assert verdict(GUARDED, helpers, tail) is Verdict.UNKNOWN
+
+
+def test_an_alias_stored_on_the_layer_is_derived():
+    helpers = "def __init__(self, buf):\n    self._topk = buf if buf is not None else self.topk_indices_buffer\n\n"
+    assert verdict("assert self._topk is not None\n", helpers) is Verdict.UNKNOWN
+    assert verdict("assert self._other is not None\n", helpers) is Verdict.NOT_AFFECTED
+
+
+def test_undecided_conditional_expression_walks_both_arms():
+    assert verdict("x = self.topk_indices_buffer.shape if q.dim() else 0\n") is Verdict.UNKNOWN
+    assert verdict("x = 0 if q.dim() else self.topk_indices_buffer.shape\n") is Verdict.UNKNOWN
+
+
+def test_merge_of_two_arms_keeps_only_common_facts():
+    body = "if q.dim():\n    s = True\nelse:\n    s = False\nif s:\n    top_k = 0\nelse:\n    top_k = self.topk_indices_buffer.shape[-1]\n"
+    assert verdict(body) is Verdict.UNKNOWN
+    body = "if q.dim():\n    s = True\nelse:\n    s = True\nif s:\n    top_k = 0\nelse:\n    top_k = self.topk_indices_buffer.shape[-1]\n"
+    assert verdict(body) is Verdict.FIXED
+
+
+def test_rebuilt_method_calls_super_on_the_real_class():
+    import ast
+
+    class Base:
+        def forward_mqa(self):
+            return "base"
+
+    source = (
+        "class DeepseekV4FlashMLAAttention(Base):\n"
+        "    def forward_mqa(self):\n"
+        "        return __note__(super().forward_mqa())\n"
+    )
+    tree = ast.parse(source)
+    namespace = {"Base": Base}
+    exec(compile(tree, "f.py", "exec"), namespace)
+    real = namespace["DeepseekV4FlashMLAAttention"]
+    stock = real.__dict__["forward_mqa"]
+    factory = method_code.edited_factory(tree.body[0].body[0], tree, "f.py", "__note__")
+    rebuilt = method_code.build_edited(factory, namespace, str.upper, real, stock)
+    assert rebuilt(real()) == "BASE"
+    assert rebuilt.__qualname__ == stock.__qualname__
+
+
+@pytest.mark.parametrize("imports", ["import torch\n", "if TYPE_CHECKING:\n    import torch\n", ""])
+def test_rebuilt_method_compiles_calls_on_imported_modules_as_the_module_does(imports):
+    import ast
+
+    source = imports + (
+        "class DeepseekV4FlashMLAAttention:\n"
+        "    def forward_mqa(self, q):\n"
+        "        torch._check(q.dim() == 3, lambda: 'q')\n"
+    )
+    tree = ast.parse(source)
+    function = next(n for n in tree.body if isinstance(n, ast.ClassDef)).body[0]
+    assert method_code.same_code(
+        method_code.plain_code(function, tree, "f.py"),
+        method_code.module_method_code(source, "f.py"),
+    )
