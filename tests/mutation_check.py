@@ -235,6 +235,55 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         "the rebuilt method is compiled outside a class (mangling, super())",
         [("method_code.py", "    cls.body = [copy.deepcopy(function)]\n", "    cls.body = [ast.Pass()]\n    module.body.append(copy.deepcopy(function))\n")],
     ),
+    # --- the log reader (diagnose)
+    "reader-no-wrappers": (
+        "a wrapper before vLLM's line shape is not stripped",
+        [("log_reader.py", "        if anchor is None or anchor.start() == 0 or anchor.start() > 200:\n", "        if True:\n")],
+    ),
+    "reader-headerless-ignored": (
+        "frames without a Traceback header are ignored",
+        [("log_reader.py", "            if frame is None:\n                return False\n", "            if True:\n                return False\n")],
+    ),
+    "reader-ray-outer-type": (
+        "RayTaskError(X) is read as RayTaskError, not X",
+        [("log_reader.py", '            exc_type = exc["inner"] or exc["type"]', '            exc_type = exc["type"]')],
+    ),
+    "reader-one-run": (
+        "a restarted server's starts are read as one run",
+        [("log_reader.py", "        if (api or engine) and self.log.started and self._progressed():\n", "        if False:\n")],
+    ),
+    "reader-stop-ignored": (
+        "errors after 'Shutting down' count as crashes",
+        [("log_reader.py", "        if self.log.stopping_at is None and any(m in stripped for m in _STOPPING):\n", "        if False:\n")],
+    ),
+    "reader-tracebacks-unbounded": (
+        "every traceback of a process is kept",
+        [("log_reader.py", "            del self.tracebacks[2]  # keep the first two and the latest\n", "            pass\n")],
+    ),
+    "50615-any-exception": (
+        "any exception at the statement is taken for #50615",
+        [("log_reader.py", '            self.exc_type == "AssertionError"\n', '            True\n')],
+    ),
+    "50615-any-function": (
+        "any function is taken for forward_mqa",
+        [("log_reader.py", '            and frame.func == "forward_mqa"\n', "")],
+    ),
+    "50615-any-statement": (
+        "any statement is taken for the buffer's assertion",
+        [("log_reader.py", '            and "topk_indices_buffer" in frame.statement\n', "")],
+    ),
+    "50615-outside-profile-run": (
+        "the assertion outside profile_run is taken for #50615",
+        [("log_reader.py", '            and "profile_run" in self.functions\n', "")],
+    ),
+    "diagnose-not-applicable-ignored": (
+        "a log of another model is judged as a DeepSeek-V4 one",
+        [("diagnose.py", "    if applies is False:\n", "    if False:\n")],
+    ),
+    "broken-pipe-raises": (
+        "a closed output pipe ends in an error",
+        [("cli.py", "    except BrokenPipeError:\n", "    except ZeroDivisionError:\n")],
+    ),
 }
 
 
@@ -242,6 +291,8 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
 # a mutation is killed when one of them fails.
 _CORE = ["tests/test_small_rules.py", "tests/test_warmup_shape.py", "tests/test_variants.py"]
 FOCUS: dict[str, list[str]] = {name: _CORE for name in MUTATIONS if name.startswith(("R", "switch", "allow", "ifexp", "merge", "edit-", "rebuild", "super-cell", "status-"))}
+FOCUS.update({name: ["tests/test_diagnose.py", "tests/test_diagnose_corpus.py"]
+              for name in MUTATIONS if name.startswith(("reader-", "50615-", "diagnose-", "broken-"))})
 
 
 def _apply(copy: Path, changes: list[tuple[str, str, str]]) -> str | None:

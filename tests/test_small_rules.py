@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import sys
 import textwrap
-import types
 
 import pytest
 
 import dspark_attn_plugin
 from dspark_attn_plugin import method_code, settings, status
-from dspark_attn_plugin.target import FLASHMLA_MODULE
 from dspark_attn_plugin.warmup_shape import Verdict, classify_source
 
 # --- the switch -------------------------------------------------------------------

@@ -52,13 +52,32 @@ def _parser() -> argparse.ArgumentParser:
 def _diagnose(paths: list[str], as_json: bool) -> int:
     from dspark_attn_plugin import diagnose
 
+    if not paths and sys.stdin.isatty():
+        # No file and nothing piped in: say how to use it rather than wait.
+        _parser()._subparsers._group_actions[0].choices["diagnose"].print_usage(sys.stderr)
+        print("dspark-attn-plugin diagnose: name a log file, or pipe one in "
+              "(`... | dspark-attn-plugin diagnose -`)", file=sys.stderr)
+        return EXIT_USAGE
     try:
         result = diagnose.diagnose(diagnose.read_paths(paths))
     except diagnose.LogError as exc:
         print(f"dspark-attn-plugin diagnose: {exc}", file=sys.stderr)
         return diagnose.EXIT_UNREADABLE
-    print(json.dumps(result.to_dict()) if as_json else diagnose.render(result))
+    _print(json.dumps(result.to_dict()) if as_json else diagnose.render(result))
     return result.exit_code
+
+
+def _print(text: str) -> None:
+    """Print ``text``; a reader that closed the pipe (``| head``) is no
+    error: the exit status stays the verdict's."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        # Python would report the pipe again when it flushes at exit.
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 def _status(as_json: bool) -> int:

@@ -4,7 +4,8 @@ did the plugin cover every process that runs the model?
 Exit status:
 
 0  protected, or not needed: the plugin patched every process that ran the
-   model's warmup, or it found the build not affected / fixed there;
+   model's warmup, or it found the build not affected / fixed there, or the
+   log's model is not DeepSeek-V4 (#50615 cannot happen there);
 1  the #50615 crash (the warmup's ``topk_indices_buffer`` assertion under
    ``profile_run``) with the plugin not in effect; a one-line remedy says
    what to change;
@@ -14,6 +15,9 @@ Exit status:
 3  a different crash: this plugin does not address it;
 4  the input cannot be read (a missing file, a folder, binary data, text
    that is not UTF-8).
+
+A log that holds several starts of the server is judged by its last one;
+the report says what the earlier ones came to.
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ EXIT_OK, EXIT_CRASH, EXIT_INCONCLUSIVE, EXIT_OTHER_CRASH, EXIT_UNREADABLE = 0, 1
 
 EXIT_CODES_HELP = (
     "Exit status: 0 protected or not needed (the plugin patched every process that "
-    "ran the model's warmup, or the build is not affected / fixed); 1 the #50615 "
+    "ran the model's warmup, or the build is not affected / fixed, or the model is "
+    "not DeepSeek-V4); 1 the #50615 "
     "crash with the plugin not in effect (a remedy follows); 2 nothing conclusive "
     "(empty, not a vLLM log, stops before the warmup, or the plugin not in effect "
     "in every process that runs the model); 3 a different crash, which this plugin "
@@ -36,19 +41,22 @@ EXIT_CODES_HELP = (
 )
 
 PLUGIN_NAME = "dspark_attn_plugin"
-# Exceptions that stop a server rather than crash it.
-STOPS = {"KeyboardInterrupt", "SystemExit", "CancelledError"}
+# How many earlier starts of the server a report names (first and last).
+MAX_EARLIER = 6
 
 
 @dataclass
 class Diagnosis:
-    verdict: str  # protected, not-needed, crash-50615, other-crash, inconclusive
+    # protected, not-needed, not-applicable, crash-50615, other-crash, inconclusive
+    verdict: str
     exit_code: int
     summary: str
     remedy: str | None = None
     crash: dict | None = None
     processes: list[dict] = field(default_factory=list)
     lines_read: int = 0
+    starts: int = 1  # starts of the server in the log; the last one is judged
+    earlier: list[dict] = field(default_factory=list)  # what earlier starts came to
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -75,8 +83,9 @@ def _process_report(p: Process) -> dict:
         "runs_model": p.runs_model,
         "plugin": [{"state": s, "detail": d} for s, d in p.plugin],
         "rescued": p.rescued,
-        "crash_50615": next((_where(t) for t in p.tracebacks if t.is_50615()), None),
+        "crash_50615": _where(p.crash_50615) if p.crash_50615 else None,
         "errors": [_where(t) for t in p.tracebacks if not t.is_50615()][:3],
+        "tracebacks": p.traceback_count,
         "kv_cache_tokens": p.kv_cache_tokens,
         "max_concurrency": p.max_concurrency,
     }
@@ -106,8 +115,10 @@ def _remedy(log: Log, crashed: list[Process]) -> str:
     if excluded:
         return (f"VLLM_PLUGINS is set and leaves the plugin out: add {PLUGIN_NAME} to "
                 "VLLM_PLUGINS.")
-    return ("Install dspark-attn-plugin into the image that runs vLLM (`pip install "
-            f"dspark-attn-plugin`); if VLLM_PLUGINS is set, name {PLUGIN_NAME} in it.")
+    return ("Install dspark-attn-plugin into the image that runs vLLM: build its wheel "
+            "from the project (`make wheel`, or `pip wheel --no-deps -w dist .` in a "
+            "clone) and `pip install dspark_attn_plugin-*.whl` there; if VLLM_PLUGINS "
+            f"is set, name {PLUGIN_NAME} in it.")
 
 
 def _state_text(p: Process) -> str:
@@ -132,14 +143,18 @@ def diagnose(log: Log) -> Diagnosis:
 
     def made(verdict: str, code: int, summary: str, **more) -> Diagnosis:
         if stopped_at is not None and verdict != "other-crash":
-            summary += f" (The server was stopped at line {stopped_at:,} of the log.)"
-        return Diagnosis(verdict, code, summary, processes=reports, lines_read=log.lines, **more)
+            summary += f" (The server was stopped at line {log.first_line + stopped_at:,} of the log.)"
+        if log.runs > 1:
+            summary += (f" This is the last of {log.runs} starts of the server in the log "
+                        f"(it begins at line {log.first_line + 1:,}).")
+        return Diagnosis(verdict, code, summary, processes=reports,
+                         lines_read=log.total_lines or log.lines, starts=log.runs,
+                         earlier=list(log.earlier), **more)
 
-    stops = [t.line_no for p in procs for t in p.tracebacks if t.exc_type.split(".")[-1] in STOPS]
-    stopped_at = min(stops) if stops else None
-    crashed = [p for p in procs if any(t.is_50615() for t in p.tracebacks)]
+    stopped_at = log.stopping_at
+    crashed = [p for p in procs if p.crash_50615 is not None]
     if crashed:
-        first = next(t for t in crashed[0].tracebacks if t.is_50615())
+        first = crashed[0].crash_50615
         where = _where(first)
         crash = {**where, "processes": [p.label for p in crashed]}
         return made(
@@ -148,12 +163,14 @@ def diagnose(log: Log) -> Diagnosis:
             f"in forward_mqa under profile_run, in {', '.join(crash['processes'])}.",
             remedy=_remedy(log, crashed), crash=crash,
         )
-    # A stop (Ctrl-C, SIGTERM turned into SystemExit, a cancelled task) is
-    # no crash, and what other processes raise after it follows from it.
+    # A stop (Ctrl-C, SIGTERM turned into SystemExit, a cancelled task,
+    # "Shutting down") is no crash, and what processes raise after it (an
+    # EngineDeadError, say) follows from it.
     errors = [
         (t.line_no, p, t) for p in procs for t in p.tracebacks
         if stopped_at is None or t.line_no < stopped_at
     ]
+    applies = _deepseek_v4(log)
     if errors:
         _, proc, tb = min(errors, key=lambda e: e[0])
         where = _where(tb)
@@ -167,6 +184,11 @@ def diagnose(log: Log) -> Diagnosis:
     if log.vllm_lines == 0:
         what = "empty" if log.lines == 0 else "not a vLLM log (no vLLM log line in it)"
         return made("inconclusive", EXIT_INCONCLUSIVE, f"Nothing conclusive: the input is {what}.")
+    if applies is False:
+        model = ", ".join(sorted(log.architectures or log.models))
+        return made("not-applicable", EXIT_OK,
+                    f"Not applicable: this server runs {model}, not DeepSeek-V4; "
+                    "vllm-project/vllm#50615 cannot happen there.")
     model = [p for p in procs if p.runs_model]
     if not model:
         return made("inconclusive", EXIT_INCONCLUSIVE,
@@ -196,9 +218,35 @@ def diagnose(log: Log) -> Diagnosis:
     )
 
 
+def _deepseek_v4(log: Log) -> bool | None:
+    """Whether the log's model is DeepSeek-V4 (None: the log does not say)."""
+    if log.architectures:
+        return any("deepseekv4" in a.lower() for a in log.architectures)
+    if log.models:
+        return any(
+            "deepseek" in m.lower() and ("v4" in m.lower() or "dsv4" in m.lower())
+            for m in log.models
+        )
+    return None
+
+
 def read_paths(paths: list[str], stdin=None) -> Log:
-    """Read the logs named (``-`` is standard input) as one deployment's."""
-    reader = LogReader()
+    """Read the logs named (``-`` is standard input) as one deployment's.
+    Returns the last start of the server; earlier ones are summarised in
+    its ``earlier`` (the first and last few)."""
+    earlier: list[dict] = []
+    count = [0]
+
+    def finished(run: Log) -> None:
+        count[0] += 1
+        d = diagnose(run)
+        entry = {"start": count[0], "from_line": run.first_line + 1, "verdict": d.verdict,
+                 "exit_code": d.exit_code, "summary": d.summary}
+        earlier.append(entry)
+        if len(earlier) > MAX_EARLIER:
+            del earlier[MAX_EARLIER // 2]  # keep the first and the latest
+
+    reader = LogReader(on_run_end=finished)
     for index, path in enumerate(paths or ["-"]):
         if index:
             reader.next_source()
@@ -215,7 +263,9 @@ def read_paths(paths: list[str], stdin=None) -> Log:
                     reader.feed(line)
         except OSError as exc:
             raise LogError(f"cannot read {path}: {exc.strerror or exc}") from None
-    return reader.log
+    log = reader.log
+    log.total_lines, log.runs, log.earlier = reader.total_lines, reader.runs, earlier
+    return log
 
 
 def render(d: Diagnosis) -> str:
@@ -247,5 +297,11 @@ def render(d: Diagnosis) -> str:
                 e = p["errors"][0]
                 notes.append(f"raised {e['exception']}")
             lines.append(f"  {p['process']:<{width}}  " + "; ".join(notes))
+    if d.earlier:
+        lines.append("")
+        lines.append(f"Earlier starts of the server in this log ({d.starts - 1}):")
+        for e in d.earlier:
+            lines.append(f"  start {e['start']} (from line {e['from_line']:,}): {e['verdict']}, "
+                         f"exit {e['exit_code']}")
     lines.append(f"({d.lines_read:,} lines read; exit {d.exit_code})")
     return "\n".join(lines)

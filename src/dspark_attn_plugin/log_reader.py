@@ -2,10 +2,20 @@
 
 Streamed line by line: memory stays bounded whatever the log's size. Handles
 vLLM's process prefixes (``(APIServer pid=N)``, ``(EngineCore_DP0 pid=N)``,
-``(Worker_TP1 pid=N)``, ..., none at all for an in-process ``vllm.LLM``), the
-logger's ``LEVEL MM-DD HH:MM:SS [file.py:N]`` head (also in front of
-traceback lines), ``\\r\\n`` line ends, ANSI colours, and tracebacks of
-several processes interleaved. A process is its pid: a worker that logs as
+``(Worker_TP1 pid=N)``, Ray's ``(RayWorkerWrapper pid=N, ip=A)`` and
+``(pid=N, ip=A)``, none at all for an in-process ``vllm.LLM``), the logger's
+``LEVEL MM-DD HH:MM:SS [file.py:N]`` head (also in front of traceback
+lines), ``\\r\\n`` line ends, ANSI colours, tracebacks of several processes
+interleaved, tracebacks whose header was cut off, and Ray's
+``RayTaskError(Type)`` lines. A constant wrapper that a log pipeline puts
+before vLLM's own line (timestamps, journald's ``host unit[pid]:``, docker
+compose's ``service |``, ``[rank0]:``, quotes) is learnt from the first line
+where vLLM's shape starts later in the line, and stripped from that line
+and every later one it fits. JSON lines (one object a line, the message and
+a traceback in fields) are read as the text they hold. A log may hold
+several starts of the server (``vLLM API server version``, a container's
+``exited with code``): ``runs`` counts them, and ``on_run_end`` is given
+each finished one. A process is its pid: a worker that logs as
 ``Worker`` and then as ``Worker_TP0`` is one process. The lines a process
 writes before vLLM prefixes its output (the plugin's own line among them)
 have no prefix; a plugin line without one is given to the next process that
@@ -29,14 +39,44 @@ MAX_FRAMES = 64
 MAX_PENDING = 64
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
-_PREFIX = re.compile(r"^\((?P<name>[A-Za-z_][\w.-]*)(?: pid=(?P<pid>\d+))?\) ?")
-_HEAD = re.compile(
+_PREFIX = re.compile(
+    r"^\((?:(?P<name>[A-Za-z_][\w.-]*)(?: rank=\d+)?(?: pid=(?P<pid>\d+))?|pid=(?P<rpid>\d+))"
+    r"(?:, ip=(?P<ip>[^,)\s]+))?\) ?"
+)
+# Where vLLM's own line shape may start inside a wrapped line.
+_ANCHOR = re.compile(
+    r"\((?:[A-Za-z_][\w.-]* )?(?:rank=\d+ )?pid=\d+(?:, ip=[^,)\s]+)?\) "
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d"
+    r"|Traceback \(most recent call last\)"
+)
+_RAY_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
+# Wrappers learnt, runs of processes and tracebacks kept: all bounded.
+MAX_WRAPPERS = 16
+MAX_PROCESSES = 512
+MAX_TRACEBACKS = 8
+_JSON_TEXT = ("message", "msg", "log", "line", "text", "MESSAGE")
+_JSON_TRACE = ("exc_info", "exc_text", "exception", "stack_trace", "traceback", "stack")
+# A new start of the server (the API server's, or an offline engine's where
+# the log has no API server), and the line after which one is expected.
+_API_START = ("vLLM API server version", "non-default args:")
+_ENGINE_START = ("Initializing a V1 LLM engine", "Initializing an LLM engine")
+_RUN_END = re.compile(r"exited with code \d+")
+# Lines that say the server is being stopped: what it raises after is a
+# consequence, not a crash.
+_STOPPING = ("Shutting down", "shutting down", "Received SIGTERM", "Received SIGINT",
+             "received signal", "Aborted!")
+_STOPS = {"KeyboardInterrupt", "SystemExit", "CancelledError"}
+_ARCH = re.compile(r"Resolved architecture: (?P<arch>\w+)")
+_MODEL = re.compile(r"""(?:'model': |model=)['"](?P<model>[^'"]+)['"]""")
+_HEAD = re.compile(  # vLLM's, and the older one without the bracket before the file
     r"^(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
-    r"\[(?P<file>[^\]:]+):\d+\] ?"
+    r"\[?(?P<file>[^\]:\s]+):\d+\] ?"
 )
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>.+?)\s*$')
 # The line that names a traceback's exception: ``Type`` or ``Type: message``.
-_EXCEPTION = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::\s?(?P<msg>.*))?$")
+_EXCEPTION = re.compile(
+    r"^(?P<type>[A-Za-z_][\w.]*)(?:\((?P<inner>[A-Za-z_][\w.]*)\))?(?::\s?(?P<msg>.*))?$"
+)
 
 PATCHED = re.compile(r"dspark-attn-plugin patched \S+ on vLLM (?P<version>\S+?):")
 NOT_AFFECTED = re.compile(r"vLLM (?P<version>\S+) is not affected by vllm-project/vllm#50615")
@@ -114,7 +154,11 @@ class Process:
     rescued: list[str] = field(default_factory=list)
     runs_model: bool = False
     past_warmup: bool = False
+    # The first tracebacks and the last ones (MAX_TRACEBACKS in all), the
+    # first #50615 one whatever its place, and how many there were.
     tracebacks: list[Traceback] = field(default_factory=list)
+    crash_50615: Traceback | None = None
+    traceback_count: int = 0
     kv_cache_tokens: int | None = None  # "GPU KV cache size: N tokens"
     max_concurrency: float | None = None  # "Maximum concurrency for ...: Nx"
     # a traceback being read: frames so far, function names, last frame
@@ -137,6 +181,14 @@ class Process:
     def plugin_states(self) -> set[str]:
         return {state for state, _ in self.plugin}
 
+    def add_traceback(self, tb: Traceback) -> None:
+        self.traceback_count += 1
+        if self.crash_50615 is None and tb.is_50615():
+            self.crash_50615 = tb
+        self.tracebacks.append(tb)
+        if len(self.tracebacks) > MAX_TRACEBACKS:
+            del self.tracebacks[2]  # keep the first two and the latest
+
 
 @dataclass
 class Log:
@@ -148,17 +200,35 @@ class Log:
     listed_plugins: set[str] = field(default_factory=set)
     loading_plugins: set[str] = field(default_factory=set)
     vllm_plugins_env: str | None = None
+    stopping_at: int | None = None  # first line that stops the server
+    architectures: set[str] = field(default_factory=set)
+    models: set[str] = field(default_factory=set)
+    started: bool = False  # saw a start of the server
+    first_line: int = 1  # of the whole input, where this run starts
+    # Filled in by the reader's user: the whole input's lines and starts,
+    # and what earlier starts came to (bounded).
+    total_lines: int = 0
+    runs: int = 1
+    earlier: list = field(default_factory=list)
 
     def ordered(self) -> list[Process]:
         return sorted(self.processes.values(), key=lambda p: p.first_line)
 
 
 class LogReader:
-    """Feed lines with ``feed``; ``log`` holds what was read."""
+    """Feed lines with ``feed``; ``log`` holds what was read of the current
+    run, ``runs`` how many starts there were."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_run_end=None) -> None:
         self.log = Log()
+        self.runs = 1
+        self.total_lines = 0
+        self._on_run_end = on_run_end
         self._source = 0
+        # torch's launcher prefixes each rank's lines; known without learning.
+        self._wrappers: deque = deque([re.compile(r"\[rank\d+\]: ?")], maxlen=MAX_WRAPPERS)
+        self._restart = False
+        self._api_seen = False
         # Both bounded, so that no log makes them grow: plugin lines with no
         # prefix yet, and prefixes whose text is on a later line.
         self._pending: deque = deque(maxlen=MAX_PENDING)
@@ -168,20 +238,66 @@ class LogReader:
         """The lines that follow come from another file (pids may repeat)."""
         self._source += 1
 
-    def _process(self, name: str | None, pid: str | None) -> Process:
+    def _runs(self, line: str, vllm_line: bool) -> None:
+        """Start a new run where the log shows a new start of the server."""
+        api = any(m in line for m in _API_START)
+        engine = not self._api_seen and any(m in line for m in _ENGINE_START)
+        if (api or engine) and self.log.started and self._progressed():
+            self._new_run()
+        elif self._restart and vllm_line:
+            self._new_run()
+        if api or engine:
+            self.log.started = True
+            self._api_seen = self._api_seen or api
+        if _RUN_END.search(line):
+            self._restart = True
+
+    def _progressed(self) -> bool:
+        """The current run got somewhere (a start repeated at once, as data
+        parallel engines do, is the same start)."""
+        return any(p.runs_model or p.traceback_count or p.past_warmup
+                   for p in self.log.processes.values())
+
+    def _new_run(self) -> None:
+        self._restart = False
+        if self._on_run_end is not None:
+            self._on_run_end(self.log)
+        # Plugin lines with no prefix yet were written by the new start's
+        # processes before vLLM prefixed their output: they go with it.
+        waiting = list(self._pending)
+        for proc, state, detail in waiting:
+            try:
+                proc.plugin.remove((state, detail))
+            except ValueError:
+                pass
+        self.runs += 1
+        self.log = Log(first_line=self.total_lines - 1)
+        self._pending.clear()
+        self._dangling.clear()
+        if waiting:
+            holder = self._process(None, None)
+            for _, state, detail in waiting:
+                holder.plugin.append((state, detail))
+                self._pending.append((holder, state, detail))
+
+    def _process(self, name: str | None, pid: str | None, ip: str | None = None) -> Process:
         if name is None:
             key = f"{self._source}:-"
         elif pid is not None:
-            key = f"{self._source}:{pid}"
+            key = f"{self._source}:{ip or ''}:{pid}"
         else:
             key = f"{self._source}:{name}"
         proc = self.log.processes.get(key)
         if proc is None:
-            proc = Process(key, int(pid) if pid else None, first_line=self.log.lines)
-            self.log.processes[key] = proc
-            if name is not None:
-                self._claim_pending(proc)
-        if name is not None and name not in proc.names:
+            if len(self.log.processes) >= MAX_PROCESSES:
+                key = f"{self._source}:(more)"
+                proc = self.log.processes.get(key)
+            if proc is None:
+                proc = Process(key, int(pid) if pid else None, first_line=self.log.lines)
+                self.log.processes[key] = proc
+                if name is not None:
+                    self._claim_pending(proc)
+        if name is not None and name not in proc.names and len(proc.names) < 8:
             proc.names.append(name)
         return proc
 
@@ -196,9 +312,44 @@ class LogReader:
                 pass
             proc.plugin.append((state, detail))
 
+    def _unwrap(self, line: str) -> str:
+        """``line`` without the wrapper a log pipeline put before vLLM's."""
+        for wrapper in self._wrappers:
+            m = wrapper.match(line)
+            if m:
+                line = line[m.end():]
+                return line[:-1] if m.group(0).startswith('"') and line.endswith('"') else line
+        if _PREFIX.match(line) or _HEAD.match(line):
+            return line
+        anchor = _ANCHOR.search(line)
+        if anchor is None or anchor.start() == 0 or anchor.start() > 200:
+            return line
+        head = line[: anchor.start()]
+        pattern = "".join(
+            r"\d+" if part.isdigit() else re.escape(part) for part in re.split(r"(\d+)", head) if part
+        )
+        self._wrappers.appendleft(re.compile(pattern))
+        line = line[anchor.start():]
+        return line[:-1] if head.startswith('"') and line.endswith('"') else line
+
     def feed(self, raw: str) -> None:
+        text = _ANSI.sub("", raw.rstrip("\r\n")).rstrip("\r")
+        stripped = text.lstrip()
+        if stripped.startswith("{") and stripped.rstrip().endswith("}"):
+            lines = _json_lines(stripped)
+            if lines is not None:
+                self.total_lines += 1
+                for line in lines:
+                    self._feed_line(line, count=False)
+                return
+        self.total_lines += 1
+        self._feed_line(text)
+
+    def _feed_line(self, line: str, count: bool = True) -> None:
         self.log.lines += 1
-        line = _ANSI.sub("", raw.rstrip("\r\n")).rstrip("\r")
+        line = self._unwrap(line)
+        if "[repeated " in line:
+            line = _RAY_REPEATED.sub("", line)
         # Processes writing to one stream at once can leave a prefix without
         # its text: ``(Worker_TP1 pid=2) (Worker_TP0 pid=1) text`` is TP0's
         # line, and TP1's text comes later on a line of its own, without a
@@ -208,29 +359,41 @@ class LogReader:
         prefixes = []
         while (m := _PREFIX.match(line)) is not None:
             found = m
-            prefixes.append((m.group("name"), m.group("pid")))
+            name = m.group("name") or ("ray" if m.group("rpid") else None)
+            prefixes.append((name, m.group("pid") or m.group("rpid"), m.group("ip")))
             line = line[m.end():]
-        name = pid = None
+        name = pid = ip = None
         if prefixes:
-            name, pid = prefixes[-1]
+            name, pid, ip = prefixes[-1]
             self._dangling.extend(prefixes[:-1])
         elif self._dangling:
-            name, pid = self._dangling.popleft()
+            name, pid, ip = self._dangling.popleft()
             found = True
         head = _HEAD.match(line)
         file = None
         if head:
             file = head.group("file")
             line = line[head.end():]
+        self._runs(line, found is not None or head is not None)
         if found is not None or head:
             self.log.vllm_lines += 1
-        proc = self._process(name, pid)
+        proc = self._process(name, pid, ip)
         self._read(proc, line, file, found is None)
 
     def _read(self, proc: Process, text: str, file: str | None, unprefixed: bool) -> None:
         stripped = text.strip()
         if self._traceback(proc, text, stripped):
             return
+        if self.log.stopping_at is None and any(m in stripped for m in _STOPPING):
+            self.log.stopping_at = self.log.lines
+        if "architecture" in stripped and len(self.log.architectures) < 8 and (
+            arch := _ARCH.search(stripped)
+        ):
+            self.log.architectures.add(arch.group("arch"))
+        if "model" in stripped and len(self.log.models) < 8 and (
+            model := _MODEL.search(stripped)
+        ):
+            self.log.models.add(model.group("model")[:200])
         if file in _MODEL_FILES or any(m in stripped for m in _MODEL_MESSAGES):
             proc.runs_model = True
         if any(m in stripped for m in _PAST_WARMUP):
@@ -281,9 +444,15 @@ class LogReader:
             proc._functions = set()
             proc._want_statement = False
             return True
-        if not proc._in_traceback:
-            return False
         frame = _FRAME.match(text)
+        if not proc._in_traceback:
+            if frame is None:
+                return False
+            # A traceback whose header was cut off (or Ray's remote one,
+            # after its RayTaskError line): its frames still count.
+            proc._in_traceback = True
+            proc._frames.clear()
+            proc._functions = set()
         if frame:
             proc._frames.append(Frame(frame["file"], int(frame["line"]), frame["func"]))
             proc._functions.add(frame["func"])
@@ -301,12 +470,46 @@ class LogReader:
         exc = _EXCEPTION.match(stripped)
         proc._in_traceback = False
         if exc and proc._frames:
-            proc.tracebacks.append(
-                Traceback(exc["type"], (exc["msg"] or "")[:300], list(proc._frames),
+            exc_type = exc["inner"] or exc["type"]  # RayTaskError(AssertionError)
+            if exc_type.split(".")[-1] in _STOPS and self.log.stopping_at is None:
+                self.log.stopping_at = self.log.lines
+            proc.add_traceback(
+                Traceback(exc_type, (exc["msg"] or "")[:300], list(proc._frames),
                           set(proc._functions), self.log.lines)
             )
             return True
         return False  # the traceback was cut off: this is an ordinary line
+
+
+def _json_lines(text: str) -> list[str] | None:
+    """The text lines a JSON log record holds (its message, then its
+    traceback), or None if ``text`` is not such a record."""
+    import json
+
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(record, dict):
+        return None
+    message = next((record[k] for k in _JSON_TEXT if isinstance(record.get(k), str)), None)
+    if message is None:
+        return None
+    lines = message.splitlines() or [""]
+    level = record.get("levelname") or record.get("level")
+    if isinstance(level, str) and level.upper() in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+        # A logging formatter's record: its message gets the head vLLM's own
+        # format would have given it (the file from the record, if it names one).
+        where = f"{record.get('filename') or 'json'}:{record.get('lineno') or 0}"
+        lines[0] = f"{level.upper()} 01-01 00:00:00 [{where}] {lines[0]}"
+    for key in _JSON_TRACE:
+        value = record.get(key)
+        if isinstance(value, list):
+            value = "".join(str(v) for v in value)
+        if isinstance(value, str) and value.strip():
+            lines += value.splitlines()
+            break
+    return lines
 
 
 class LogError(Exception):

@@ -212,25 +212,26 @@ def classify_method(method, methods: dict, *, tree: ast.Module | None = None,
             walk.call_function(method, args, kwargs, method, outer=None)
         except (_Found, _Unreachable):
             pass
-        certain += [(n, f"compress_ratio {ratio}: {w}") for n, w in walk.certain]
-        doubts += [(n, f"compress_ratio {ratio}: {w}") for n, w in walk.doubts]
+        certain += [(n, w, ratio) for n, w in walk.certain]
+        doubts += [(n, w, ratio) for n, w in walk.doubts]
         mentions = mentions or any(names_buffer(f) for f in walk.entered if f is not method)
     branch = find_warmup_branch(method)
     mentions = mentions or names_buffer(branch if branch is not None else method)
     if certain:
-        crash_line, what = certain[0]
+        crash_line, what, ratio = certain[0]
         return Classification(
             Verdict.AFFECTED,
-            f"line {crash_line} {what} on SWA-only layers without {BUFFER_ATTR}",
+            f"line {crash_line} {what} on SWA-only layers without {BUFFER_ATTR} "
+            f"(compress_ratio {ratio})",
             line,
             crash_line=crash_line,
         )
     if doubts:
-        where, what = doubts[0]
+        where, what, ratio = doubts[0]
         return Classification(
             Verdict.UNKNOWN,
-            f"line {where} {what}; cannot show that SWA-only layers warm up "
-            f"without {BUFFER_ATTR}",
+            f"line {where} {what} (compress_ratio {ratio}); cannot show that SWA-only "
+            f"layers warm up without {BUFFER_ATTR}",
             line,
         )
     if mentions:
@@ -1375,7 +1376,7 @@ class _Walk:
         return result
 
     def _and(self, a: _Val, b: _Val) -> _Val:
-        ta, tb = _truth(a), _truth(b)
+        ta = _truth(a)
         derived = a.derived or b.derived
         if ta is False:
             return a
