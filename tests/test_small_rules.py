@@ -166,6 +166,8 @@ GUARDED = "top_k = 0 if swa_only else self.topk_indices_buffer.shape[-1]\n"
         ("r = self.compress_ratio\nif r <= 1:\n    top_k = 0\nelse:\n    top_k = self.topk_indices_buffer.shape[-1]\n", Verdict.FIXED),
         ("match self.compress_ratio:\n    case 0 | 1:\n        top_k = 0\n    case _:\n        top_k = self.topk_indices_buffer.shape[-1]\n", Verdict.FIXED),
         ("try:\n    assert self.topk_indices_buffer is not None\nexcept AssertionError:\n    top_k = 0\n", Verdict.FIXED),
+        ("try:\n    assert self.topk_indices_buffer is not None\nexcept ValueError:\n    top_k = 0\n", Verdict.AFFECTED),  # the handler names another class
+        ("try:\n    assert self.topk_indices_buffer is not None\nexcept (KeyError, Exception):\n    top_k = 0\n", Verdict.FIXED),  # a base of it
         ("with torch.no_grad():\n    if swa_only:\n        output.zero_()\n        return\nassert self.topk_indices_buffer is not None\n", Verdict.FIXED),
         ("with other_context():\n    if swa_only:\n        output.zero_()\n        return\nassert self.topk_indices_buffer is not None\n", Verdict.UNKNOWN),
         ("if self.compress_ratio == 1:\n    top_k = 0\nelse:\n    top_k = self.topk_indices_buffer.shape[-1]\n", Verdict.AFFECTED),  # ratio 0
@@ -217,13 +219,15 @@ def test_rules(body, expected):
     [
         ("@some_decorator\n", ""),  # forward_mqa decorated
         ("", "\nDeepseekV4FlashMLAAttention.forward_mqa = other\n"),  # rebound after
-        ("", "\nclass DeepseekV4FlashMLAAttention(Other):\n    pass\n"),  # defined twice
+        ("", "\nif TYPE_CHECKING:\n    class DeepseekV4FlashMLAAttention(Other):\n        pass\n"),  # defined twice
         ("", "\nsetattr(DeepseekV4FlashMLAAttention, 'forward_mqa', other)\n"),
         ("forward_mqa = None\n", ""),  # bound twice in the class
     ],
 )
 def test_class_as_loaded_must_be_the_class_as_written(helpers, tail):
-    assert verdict(GUARDED, helpers, tail) is Verdict.UNKNOWN
+    body = "swa_only = self.compress_ratio <= 1\n" + GUARDED
+    assert verdict(body) is Verdict.FIXED  # the same class, as written
+    assert verdict(body, helpers, tail) is Verdict.UNKNOWN
 
 
 def test_an_alias_stored_on_the_layer_is_derived():

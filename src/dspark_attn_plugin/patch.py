@@ -19,8 +19,9 @@ How
     own line numbers, so a fork that sizes its workspace differently gets
     its own sizing. The edit is accepted only if the classifier reads the
     edited method as ``fixed``, and only after the unedited source, compiled
-    the same way, gives the loaded function's bytecode (so the source is
-    the code that runs). The new function replaces the old one on the class,
+    the same way (``method_code``: as a method of a class of vLLM's name,
+    beside the module's imports), gives the loaded function's bytecode (so
+    the source is the code that runs). ``status`` runs the same build. The new function replaces the old one on the class,
     so every instance gets it however it was built. ``remove()`` puts vLLM's
     own function back; the plugin knows its functions by identity.
 Upstream
