@@ -276,3 +276,9 @@ def test_tracebacks_kept_per_process_are_bounded():
     log = diagnose.read_paths(["-"], stdin=io.BytesIO((one * 5000).encode()))
     [proc] = log.processes.values()
     assert proc.traceback_count == 5000 and len(proc.tracebacks) <= 8
+
+
+def test_a_ray_task_error_is_read_as_the_exception_it_carries():
+    d = diagnosed((LOGS / "01-ray-driver-raytaskerror.log").read_text())
+    assert d.exit_code == 3
+    assert d.crash["exception"] == "ModuleNotFoundError"
