@@ -52,6 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from engine import harness  # noqa: E402
 from engine.checkpoint import write_checkpoint  # noqa: E402
+from engine.evidence import PHASES, run_evidence, start_comparisons  # noqa: E402
 from engine.standin import FLASHMLA_RELPATH, StandinError, make_standin  # noqa: E402
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CANNOT_RUN = 0, 1, 2, 3
@@ -88,8 +89,22 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="rounds of the paired cost (default %(default)s)")
     parser.add_argument("--aa-rounds", type=int, default=harness.Settings.aa_rounds,
                         help="rounds of stock against stock after them (default %(default)s)")
+    parser.add_argument("--evidence", action="store_true",
+                        help="the one-GPU evidence (engine/evidence.py): the same tokens with "
+                        "and without the plugin, warm starts compared, and the cost beside "
+                        "stock against stock, without and with DSpark")
+    parser.add_argument("--evidence-rounds", type=int, default=harness.Settings.evidence_rounds,
+                        help="rounds per phase of --evidence (default %(default)s)")
+    parser.add_argument("--evidence-phases", default=",".join(harness.Settings.evidence_phases),
+                        help="comma-separated, of: target, dspark (default %(default)s)")
     parser.add_argument("--tensor-parallel-size", type=int, default=1,
                         help="for every case's server (default %(default)s; the cost runs at 1)")
+    parser.add_argument("--distributed-executor-backend", choices=("mp", "ray"), default=None,
+                        help="for every case's server (default: vLLM's choice; ray: the "
+                        "model runs in Ray actors, as on several nodes; needs Ray installed)")
+    parser.add_argument("--cudagraph-capture-sizes", default=None, metavar="N,N,...",
+                        help="CUDA graph sizes to capture, for every case's and evidence "
+                        "server (default: vLLM's list; fewer sizes start faster)")
     parser.add_argument("--enforce-eager", action="store_true",
                         help="no CUDA graphs (default: vLLM's default, graphs captured)")
     parser.add_argument("--gpu-memory-utilization", type=float,
@@ -106,8 +121,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if sys.version_info < (3, 11):
         parser.error("needs Python 3.11 or newer (it starts servers with "
                      "subprocess's process_group); the plugin itself needs 3.10")
-    if not names and not (args.cost or args.paired_cost):
-        parser.error("nothing to run: name cases or give --cost or --paired-cost")
+    if not names and not (args.cost or args.paired_cost or args.evidence):
+        parser.error("nothing to run: name cases or give --cost, --paired-cost or --evidence")
+    phases = [p for p in args.evidence_phases.split(",") if p]
+    if args.evidence and (not phases or any(p not in PHASES for p in phases)):
+        parser.error(f"--evidence-phases {args.evidence_phases!r}: choose from {', '.join(PHASES)}")
+    try:
+        args.capture_sizes = (tuple(int(n) for n in args.cudagraph_capture_sizes.split(","))
+                              if args.cudagraph_capture_sizes else None)
+    except ValueError:
+        parser.error(f"--cudagraph-capture-sizes {args.cudagraph_capture_sizes!r}: "
+                     "whole numbers separated by commas")
+    if args.capture_sizes is not None and (min(args.capture_sizes) < 1 or args.enforce_eager):
+        parser.error("--cudagraph-capture-sizes takes positive sizes, and not with --enforce-eager")
+    if args.evidence_rounds < 2:
+        parser.error("--evidence-rounds must be at least 2 (an interval needs two rounds)")
     if not args.plugin_wheel.is_file() or args.plugin_wheel.suffix != ".whl":
         parser.error(f"--plugin-wheel {args.plugin_wheel}: not a wheel file")
     if args.work.exists() and any(args.work.iterdir()):
@@ -160,6 +188,10 @@ def main(argv: list[str] | None = None) -> int:
     settings = harness.Settings(
         start_timeout_s=args.start_timeout, cost_rounds=args.cost_rounds,
         throughput_runs=args.throughput_runs, tensor_parallel_size=args.tensor_parallel_size,
+        distributed_executor_backend=args.distributed_executor_backend,
+        evidence_rounds=args.evidence_rounds,
+        cudagraph_capture_sizes=args.capture_sizes,
+        evidence_phases=tuple(p for p in args.evidence_phases.split(",") if p),
         enforce_eager=args.enforce_eager, paired_rounds=args.paired_rounds,
         aa_rounds=args.aa_rounds, gpu_memory_utilization=args.gpu_memory_utilization,
     )
@@ -199,12 +231,16 @@ def main(argv: list[str] | None = None) -> int:
         problems.append(str(exc))
         return _finish(report, args, EXIT_OK if args.dry_run else EXIT_CANNOT_RUN)
     if args.dry_run:
-        report["plan"] = {name: vars(harness.CASES[name]) for name in args.case_names}
+        command = harness.case_command(layout, settings, port=0)
+        report["plan"] = {name: {**vars(harness.CASES[name]), "command": command}
+                          for name in args.case_names}
         report["cost"] = "planned" if args.cost else None
         report["paired_cost"] = "planned" if args.paired_cost else None
+        report["evidence"] = "planned" if args.evidence else None
         return _finish(report, args, EXIT_OK)
 
     report["cases"], report["cost"], report["paired_cost"] = {}, None, None
+    report["evidence"] = None
     running = "the start of the run"
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, _raise_stopped)
@@ -237,6 +273,17 @@ def main(argv: list[str] | None = None) -> int:
                 _write(report, args.out)
 
             harness.run_paired_cost(layout, settings, gpu.get("count") or 1, save_paired)
+        if args.evidence:
+            running = "evidence"
+            progress(f"evidence: phases {', '.join(settings.evidence_phases)}, "
+                     f"{settings.evidence_rounds} rounds each, one server at a time")
+
+            def save_evidence(evidence: dict) -> None:
+                evidence["start_comparisons"] = start_comparisons(evidence["starts"])
+                report["evidence"] = evidence
+                _write(report, args.out)
+
+            run_evidence(layout, settings, save_evidence)
     except Stopped as stop:
         progress(f"stopped by {stop} during {running}; the report keeps what was measured")
         report["stopped"] = {"signal": str(stop), "during": running}
@@ -249,6 +296,8 @@ def main(argv: list[str] | None = None) -> int:
         failed.append("cost")
     if report.get("paired_cost") and report["paired_cost"]["problems"]:
         failed.append("paired cost")
+    if report.get("evidence") and report["evidence"]["problems"]:
+        failed.append("evidence")
     report["ok"] = not failed
     return _finish(report, args, EXIT_FAILED if failed else EXIT_OK)
 

@@ -101,3 +101,25 @@ def run_python(code: str, *, env: dict | None = None, args=(), check=True):
             f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
         )
     return proc
+
+
+# --- the Ray cluster of tests/test_ray_cluster.py ---------------------------------
+# It outlives the forked test processes (tests/ray_cluster.py): its state lives
+# in a folder made here, in the pytest process, and it is stopped here.
+
+
+def pytest_configure(config):
+    import tempfile
+
+    from ray_cluster import STATE_VAR
+
+    os.environ.setdefault(STATE_VAR, tempfile.mkdtemp(prefix="dspark-ray-"))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    import shutil
+
+    import ray_cluster
+
+    ray_cluster.stop()
+    shutil.rmtree(os.environ[ray_cluster.STATE_VAR], ignore_errors=True)

@@ -284,6 +284,44 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         "a closed output pipe ends in an error",
         [("cli.py", "    except BrokenPipeError:\n", "    except ZeroDivisionError:\n")],
     ),
+    # --- Ray: the settings that travel, and status --ray ---------------------------
+    "ray-carry-only-when-on": (
+        "an off switch is not carried to the Ray workers",
+        [("instrumentation.py", "        stopped = ray_settings.carry_to_ray_workers()\n",
+          "        stopped = (None if settings.read_mode()[0] == settings.OFF\n"
+          "                   else ray_settings.carry_to_ray_workers())\n")],
+    ),
+    "ray-carry-replaces-the-users-prefixes": (
+        "the operator's own prefixes are dropped",
+        [("ray_settings.py", '    return f"{kept},{prefix}" if kept else prefix',
+          "    return prefix")],
+    ),
+    "ray-cache-not-refreshed": (
+        "a cache vLLM took before the plugin never sees the prefix",
+        [("ray_settings.py", "    disable()\n    enable()\n", "    enable()\n")],
+    ),
+    "ray-cache-refreshed-despite-changes": (
+        "vLLM's cache is refreshed although other values changed",
+        [("ray_settings.py", "    if changed:\n", "    if False:\n")],
+    ),
+    "cluster-worst-is-the-highest-code": (
+        "a node that cannot be judged outranks one that crashes",
+        [("cluster_status.py", "    for code in (status.EXIT_UNPROTECTED, status.EXIT_ERROR):",
+          "    for code in (status.EXIT_ERROR, status.EXIT_UNPROTECTED):")],
+    ),
+    "cluster-settings-here-ignored": (
+        "nodes judged with their own settings only",
+        [("cluster_status.py", "        if name in here:\n", "        if False:\n")],
+    ),
+    "cluster-other-plugin-version-promised": (
+        "a node with another plugin version is called protected",
+        [("cluster_status.py", "            and theirs != __version__):", "            and False):")],
+    ),
+    "status-snapshot-drops-the-source": (
+        "status reads no flashmla source (calls every vLLM safe)",
+        [("installation.py", '                out["flashmla_source"] = f.read()',
+          '                f.read()')],
+    ),
 }
 
 
@@ -293,6 +331,9 @@ _CORE = ["tests/test_small_rules.py", "tests/test_warmup_shape.py", "tests/test_
 FOCUS: dict[str, list[str]] = {name: _CORE for name in MUTATIONS if name.startswith(("R", "switch", "allow", "ifexp", "merge", "edit-", "rebuild", "super-cell", "status-"))}
 FOCUS.update({name: ["tests/test_diagnose.py", "tests/test_diagnose_corpus.py"]
               for name in MUTATIONS if name.startswith(("reader-", "50615-", "diagnose-", "broken-"))})
+FOCUS.update({name: ["tests/test_ray_settings.py"] for name in MUTATIONS if name.startswith("ray-")})
+FOCUS.update({name: ["tests/test_cluster_status.py"]
+              for name in MUTATIONS if name.startswith("cluster-")})
 
 
 def _apply(copy: Path, changes: list[tuple[str, str, str]]) -> str | None:
@@ -310,7 +351,10 @@ def _run_tests(copy_root: Path, timeout: int, tests=("tests",)) -> tuple[int, fl
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(copy_root), env.get("PYTHONPATH")]))
     cmd = [
         sys.executable, "-m", "pytest", "--forked", "-x", "-q", "-p", "no:cacheprovider",
-        "-m", "not network", *(f"--deselect={d}" for d in DESELECT), *tests,
+        # The Ray cluster tests run the installed wheel in every node (a node
+        # starts from its own environment, not from this PYTHONPATH): they
+        # cannot see a mutated copy.
+        "-m", "not network and not ray", *(f"--deselect={d}" for d in DESELECT), *tests,
     ]
     start = time.monotonic()
     try:

@@ -62,6 +62,12 @@ EXPECTED = {
     # tensor parallel 2 on two H200s: both workers raise the AssertionError
     "engine-e2e-2026-12-01/run-F-tp2-standin-stock.log": 1,
     "engine-e2e-2026-12-01/run-F-tp2-standin-plugin-off.log": 1,
+    # the evidence run, stopped by its deadline: 0.26.0 as released served
+    # (no plugin: not shown protected), the stand-in with the plugin served
+    # patched, the third server was stopped while starting (not a crash)
+    "engine-e2e-2026-12-01/run-G-evidence-dspark-released.log": 2,
+    "engine-e2e-2026-12-01/run-G-evidence-dspark-standin-plugin.log": 0,
+    "engine-e2e-2026-12-01/run-G-evidence-dspark-released-b.log": 2,
 }
 
 

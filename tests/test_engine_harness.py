@@ -322,19 +322,25 @@ def test_plugin_off_case_needs_the_disabled_line_from_every_model_process():
                               layout, 90) == []
 
 
-def test_checks_hold_per_worker_at_tensor_parallel_2():
-    """A worker that did not say 'patched' fails the case, though the other did."""
+def _run_d_with_model_in(names: list[str]):
+    """Run D's served stand-in, its engine core's lines given to processes
+    named ``names`` instead: (case, measured, altered, workers, layout)."""
     run = json.loads((RESULTS / "run-D.json").read_text(encoding="utf-8"))
     measured = with_log(run["cases"]["standin-plugin"], "run-D-standin-plugin.log")
     d = copy.deepcopy(measured["diagnosis"])
     engine = harness.model_processes(d)[0]
     engine["runs_model"] = False
-    workers = [{**copy.deepcopy(engine), "process": f"Worker_TP{i} pid={900 + i}",
-                "runs_model": True} for i in range(2)]
+    workers = [{**copy.deepcopy(engine), "process": name, "runs_model": True} for name in names]
     d["processes"] += workers
     layout = harness.Layout(Path(run["standin"]["path"]).parent)
-    case = harness.CASES["standin-plugin"]
-    tp2 = {**measured, "diagnosis": d}
+    return (harness.CASES["standin-plugin"], measured, {**measured, "diagnosis": d}, workers,
+            layout)
+
+
+def test_checks_hold_per_worker_at_tensor_parallel_2():
+    """A worker that did not say 'patched' fails the case, though the other did."""
+    case, measured, tp2, workers, layout = _run_d_with_model_in(
+        [f"Worker_TP{i} pid={900 + i}" for i in range(2)])
     assert harness.check_case(case, tp2, layout, 90, tensor_parallel_size=2) == []
     assert harness.check_case(case, tp2, layout, 90, tensor_parallel_size=1)  # 2 workers, not 1
     workers[1]["plugin"] = []
@@ -692,3 +698,46 @@ def test_the_tensor_parallel_2_run_passes_its_checks_in_both_workers():
         harness.model_processes(d)[1]["crash_50615"] = None
         assert harness.check_case(harness.CASES[name], {**measured, "diagnosis": d}, layout,
                                   line, tensor_parallel_size=2)
+
+
+def test_dry_run_with_the_ray_backend_serves_every_case_through_ray(tmp_path):
+    proc = _script("--plugin-wheel", str(_wheel()), "--work", str(tmp_path / "w"),
+                   "--dry-run", "--distributed-executor-backend", "ray")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["settings"]["distributed_executor_backend"] == "ray"
+    for name, plan in report["plan"].items():
+        command = plan["command"]
+        at = command.index("--distributed-executor-backend")
+        assert command[at + 1] == "ray", name
+    plain = _script("--plugin-wheel", str(_wheel()), "--work", str(tmp_path / "v"), "--dry-run")
+    for plan in json.loads(plain.stdout.strip().splitlines()[-1])["plan"].values():
+        assert "--distributed-executor-backend" not in plan["command"]
+
+
+def test_with_ray_the_checks_want_every_ray_worker_and_not_the_engine_core():
+    """With Ray the model runs in RayWorkerWrapper actors (the log's
+    ``(RayWorkerWrapper pid=N, ip=A)`` lines), one per GPU, at TP 1 too."""
+    case, measured, ray_run, actors, layout = _run_d_with_model_in(
+        [f"RayWorkerWrapper pid={700 + i}, ip=10.0.0.{i}" for i in range(2)])
+    assert harness.check_case(case, ray_run, layout, 90, 2, "ray") == []
+    assert harness.check_case(case, ray_run, layout, 90, 2, None)  # not Worker_TPn
+    assert harness.check_case(case, measured, layout, 90, 1, "ray")  # the engine core ran it
+    actors[0]["plugin"] = []
+    assert harness.check_case(case, ray_run, layout, 90, 2, "ray") == [
+        "RayWorkerWrapper pid=700, ip=10.0.0.0: no 'patched' line"
+    ]
+
+
+def test_dry_run_passes_fewer_cuda_graph_sizes_to_vllm(tmp_path):
+    proc = _script("--plugin-wheel", str(_wheel()), "--work", str(tmp_path / "w"),
+                   "--dry-run", "--cudagraph-capture-sizes", "1,8,64")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    command = report["plan"]["standin-plugin"]["command"]
+    at = command.index("--cudagraph-capture-sizes")
+    assert command[at + 1:at + 4] == ["1", "8", "64"]
+    for bad in ("1,x", "0,8"):
+        proc = _script("--plugin-wheel", str(_wheel()), "--work", str(tmp_path / "v"),
+                       "--dry-run", "--cudagraph-capture-sizes", bad)
+        assert proc.returncode == 2 and "--cudagraph-capture-sizes" in proc.stderr

@@ -126,3 +126,15 @@ def test_without_vllm_verify_says_so_and_exits_2(tmp_path):
     assert proc.stdout == ""
     assert proc.stderr.startswith("dspark-attn-plugin verify: vLLM is not installed for this Python")
     assert "Traceback" not in proc.stderr and "ModuleNotFoundError" not in proc.stderr
+
+
+def test_status_ray_without_ray_says_what_it_needs(tmp_path):
+    python = _venv_with_the_plugin_only(tmp_path / "venv")
+    proc = _status(python, "--ray")
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr.startswith("dspark-attn-plugin status --ray: status --ray needs Ray")
+    assert "Traceback" not in proc.stderr
+    as_json = _status(python, "--ray", "--json")
+    assert as_json.returncode == 2
+    assert "needs Ray" in json.loads(as_json.stdout)["error"]

@@ -72,11 +72,25 @@ class Settings:
     cost_rounds: int = 3
     throughput_runs: int = 3
     tensor_parallel_size: int = 1
+    # None: vLLM's choice (multiprocessing on one node); "ray": Ray actors run
+    # the model (one RayWorkerWrapper per GPU), as across nodes.
+    distributed_executor_backend: str | None = None
     enforce_eager: bool = False  # vLLM's default: CUDA graphs on
+    # None: vLLM's own list of CUDA graph sizes.
+    cudagraph_capture_sizes: tuple | None = None
     paired_rounds: int = 6
     aa_rounds: int = 1
     throughput_batch: int = 8
     throughput_max_tokens: int = 256
+    # The evidence run (engine/evidence.py). DSpark first: its first server
+    # compiles the target's kernels and the drafter's, so the target phase
+    # starts warm.
+    evidence_phases: tuple = ("dspark", "target")
+    evidence_rounds: int = 8
+    evidence_batch: int = 64
+    evidence_max_tokens: int = 512
+    evidence_max_num_seqs: int = 64
+    evidence_token_max_tokens: int = 64
 
 
 @dataclass
@@ -191,16 +205,23 @@ def server_env(case_standin: bool, plugin: bool, plugin_off: bool, layout: Layou
 # --- the cases ---------------------------------------------------------------
 
 
-def run_case(case: Case, layout: Layout, settings: Settings, assertion_line: int) -> dict:
-    log_path = layout.logs / f"{case.name}.log"
-    port = free_port()
-    command = serve_command(
+def case_command(layout: Layout, settings: Settings, port: int) -> list[str]:
+    """The ``vllm serve`` command of every case (DSpark on)."""
+    return serve_command(
         layout.model, port, speculative=DSPARK,
         max_model_len=settings.max_model_len,
         gpu_memory_utilization=settings.gpu_memory_utilization,
         tensor_parallel_size=settings.tensor_parallel_size,
         enforce_eager=settings.enforce_eager,
+        distributed_executor_backend=settings.distributed_executor_backend,
+        cudagraph_capture_sizes=settings.cudagraph_capture_sizes,
     )
+
+
+def run_case(case: Case, layout: Layout, settings: Settings, assertion_line: int) -> dict:
+    log_path = layout.logs / f"{case.name}.log"
+    port = free_port()
+    command = case_command(layout, settings, port)
     env = server_env(case.standin, case.plugin, case.plugin_off, layout)
     result: dict = {"about": case.about, "expect": case.expect, "log": str(log_path)}
     with Server(command, env, log_path, port) as server:
@@ -209,7 +230,8 @@ def run_case(case: Case, layout: Layout, settings: Settings, assertion_line: int
             result.update(_serve_requests(server, settings))
     result["diagnosis"] = read_log(log_path)
     result["problems"] = check_case(case, result, layout, assertion_line,
-                                    settings.tensor_parallel_size)
+                                    settings.tensor_parallel_size,
+                                    settings.distributed_executor_backend)
     result["ok"] = not result["problems"]
     return result
 
@@ -274,19 +296,26 @@ def _serve_requests(server: Server, settings: Settings) -> dict:
 
 def model_processes(diagnosis: dict) -> list[dict]:
     """The processes that ran the model: the engine core at TP 1, each
-    worker above."""
+    worker above; with Ray, each RayWorkerWrapper actor."""
     return [p for p in diagnosis["processes"] if p["runs_model"]]
 
 
+def model_worker_name(tensor_parallel_size: int, backend: str | None) -> str:
+    """How the log names a process that runs the model."""
+    if backend == "ray":
+        return "RayWorkerWrapper"  # one actor per GPU, at TP 1 too
+    return "Worker" if tensor_parallel_size > 1 else "EngineCore"
+
+
 def check_case(case: Case, r: dict, layout: Layout, assertion_line: int,
-               tensor_parallel_size: int = 1) -> list[str]:
+               tensor_parallel_size: int = 1, backend: str | None = None) -> list[str]:
     """What ``r`` lacks of what ``case`` must show (empty: as expected),
     checked in every process that runs the model."""
     problems = []
     d = r["diagnosis"]
     model = model_processes(d)
     names = [p["process"] for p in model]
-    want = "Worker" if tensor_parallel_size > 1 else "EngineCore"
+    want = model_worker_name(tensor_parallel_size, backend)
     if len(model) != tensor_parallel_size or not all(n.startswith(want) for n in names):
         problems.append(f"expected {tensor_parallel_size} {want} process(es) running the model, "
                         f"the log shows {names or 'none'}")

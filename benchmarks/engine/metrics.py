@@ -23,3 +23,21 @@ def spec_decode_counters(metrics: str) -> dict[str, float]:
             totals[name] += float(value)
             seen.add(name)
     return {name: totals[name] for name in SPEC_COUNTERS if name in seen}
+
+
+# Each request's mean time per output token (vLLM's histogram, in seconds).
+TPOT = "vllm:request_time_per_output_token_seconds"
+
+
+def histogram(metrics: str, name: str) -> dict[str, float]:
+    """``{"sum": ..., "count": ...}`` of the histogram ``name`` on a
+    Prometheus text page, summed over its labels (empty when absent)."""
+    out: dict[str, float] = {}
+    for line in metrics.splitlines():
+        if not line.startswith(name + "_"):
+            continue
+        name_labels, _, value = line.rpartition(" ")
+        part = name_labels.split("{", 1)[0][len(name) + 1:]
+        if part in ("sum", "count"):
+            out[part] = out.get(part, 0.0) + float(value)
+    return out

@@ -33,7 +33,10 @@ def free_port() -> int:
 
 def serve_command(model_dir: Path, port: int, *, speculative: dict | None,
                   max_model_len: int, gpu_memory_utilization: float,
-                  tensor_parallel_size: int = 1, enforce_eager: bool = False) -> list[str]:
+                  tensor_parallel_size: int = 1, enforce_eager: bool = False,
+                  distributed_executor_backend: str | None = None,
+                  max_num_seqs: int = 16,
+                  cudagraph_capture_sizes: tuple[int, ...] | None = None) -> list[str]:
     """``vllm serve``, spelled through the module so that a ``--target``
     install without the console script works the same."""
     command = [
@@ -43,13 +46,17 @@ def serve_command(model_dir: Path, port: int, *, speculative: dict | None,
         "--load-format", "dummy",
         "--kv-cache-dtype", "fp8",  # required by DeepSeek-V4's FlashMLA path
         "--max-model-len", str(max_model_len),
-        "--max-num-seqs", "16",
+        "--max-num-seqs", str(max_num_seqs),
         "--gpu-memory-utilization", str(gpu_memory_utilization),
     ]
     if enforce_eager:  # else vLLM's default: CUDA graphs captured
         command.append("--enforce-eager")
     if tensor_parallel_size > 1:
         command += ["--tensor-parallel-size", str(tensor_parallel_size)]
+    if cudagraph_capture_sizes:  # else vLLM's own list (many sizes at 64 sequences)
+        command += ["--cudagraph-capture-sizes", *map(str, cudagraph_capture_sizes)]
+    if distributed_executor_backend:  # else vLLM's choice (mp on one node)
+        command += ["--distributed-executor-backend", distributed_executor_backend]
     if speculative is not None:
         command += ["--speculative-config", json.dumps(speculative)]
     return command
@@ -100,13 +107,18 @@ class Server:
             time.sleep(1.0)
         return None
 
-    def complete(self, prompts: list[str], max_tokens: int, timeout_s: float = 300) -> dict:
+    def complete(self, prompts: list[str], max_tokens: int, timeout_s: float = 300,
+                 token_ids: bool = False) -> dict:
         """One greedy ``/v1/completions`` call for ``prompts``; exactly
-        ``max_tokens`` tokens each (``ignore_eos``)."""
-        body = json.dumps({
+        ``max_tokens`` tokens each (``ignore_eos``). ``token_ids``: each
+        choice's ``logprobs.tokens`` as ``token_id:N``."""
+        request_body = {
             "model": MODEL_NAME, "prompt": prompts, "max_tokens": max_tokens,
             "temperature": 0.0, "ignore_eos": True,
-        }).encode()
+        }
+        if token_ids:
+            request_body.update(logprobs=0, return_tokens_as_token_ids=True)
+        body = json.dumps(request_body).encode()
         request = urllib.request.Request(
             self._url("/v1/completions"), data=body,
             headers={"Content-Type": "application/json"},

@@ -29,6 +29,12 @@ def _parser() -> argparse.ArgumentParser:
         "installed without its source, or an error reading it).",
     )
     status.add_argument("--json", action="store_true", help="print one JSON object")
+    status.add_argument(
+        "--ray", nargs="?", const="auto", default=None, metavar="ADDRESS",
+        help="check every node of a running Ray cluster (ADDRESS: its head's "
+        "HOST:PORT; default: RAY_ADDRESS, or the cluster this machine belongs to); "
+        "exit status of the worst node, 1 before 2",
+    )
     sub.add_parser(
         "verify",
         help="run the stock and the fixed warmup of a synthetic SWA-only layer",
@@ -80,17 +86,35 @@ def _print(text: str) -> None:
         os.dup2(devnull, sys.stdout.fileno())
 
 
+def _no_status(command: str, exc: Exception, as_json: bool) -> int:
+    """No verdict: the error as JSON, or as one line on standard error; exit 2."""
+    from dspark_attn_plugin.status import EXIT_ERROR
+
+    if as_json:
+        print(json.dumps({"error": str(exc), "exit_code": EXIT_ERROR}))
+    else:
+        print(f"dspark-attn-plugin {command}: {exc}", file=sys.stderr)
+    return EXIT_ERROR
+
+
+def _cluster_status(address: str, as_json: bool) -> int:
+    from dspark_attn_plugin import cluster_status, status
+
+    try:
+        result = cluster_status.collect(None if address == "auto" else address)
+    except cluster_status.ClusterError as exc:
+        return _no_status("status --ray", exc, as_json)
+    _print(json.dumps(result.to_dict()) if as_json else cluster_status.render(result))
+    return result.exit_code
+
+
 def _status(as_json: bool) -> int:
     from dspark_attn_plugin import status
 
     try:
         result = status.collect()
     except status.StatusError as exc:
-        if as_json:
-            print(json.dumps({"error": str(exc), "exit_code": status.EXIT_ERROR}))
-        else:
-            print(f"dspark-attn-plugin status: {exc}", file=sys.stderr)
-        return status.EXIT_ERROR
+        return _no_status("status", exc, as_json)
     print(json.dumps(result.to_dict()) if as_json else status.render(result))
     return result.exit_code
 
@@ -104,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         if args.command == "status":
+            if args.ray is not None:
+                return _cluster_status(args.ray, args.json)
             return _status(args.json)
         if args.command == "diagnose":
             return _diagnose(args.logs, args.json)

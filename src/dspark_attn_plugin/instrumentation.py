@@ -2,7 +2,8 @@
 
 ``register()`` is vLLM's ``vllm.general_plugins`` entry point: vLLM calls it
 in every process and does not catch its exceptions, so it never raises, and it
-imports neither torch nor vLLM. It installs a post-import hook; the patch is
+imports neither torch nor vLLM. It first has vLLM copy the plugin's settings
+to Ray workers (``ray_settings``), then installs a post-import hook; the patch is
 decided and applied when vLLM's flashmla module is imported (or at once, if it
 already is). ``instrument()`` and ``uninstrument()`` are idempotent.
 """
@@ -14,7 +15,7 @@ import sys
 import threading
 import types
 
-from dspark_attn_plugin import settings
+from dspark_attn_plugin import ray_settings, settings
 from dspark_attn_plugin.import_hook import PostImportHook
 from dspark_attn_plugin.log import logger
 from dspark_attn_plugin.target import CLASS_NAME, FLASHMLA_MODULE, TARGET
@@ -32,6 +33,17 @@ def _once(key: str, log, message: str, *args) -> None:
 
 def register() -> None:
     """Entry point for vLLM's ``vllm.general_plugins``. Never raises."""
+    try:
+        # First, and whatever the switch says: an "off" set here must reach
+        # the Ray workers too (ray_settings).
+        stopped = ray_settings.carry_to_ray_workers()
+        if stopped:
+            _once("ray-carry", logger.warning,
+                  "dspark-attn-plugin: its settings may not reach Ray workers: %s", stopped)
+    except Exception as exc:
+        _once("ray-carry", logger.warning,
+              "dspark-attn-plugin: its settings may not reach Ray workers (%r); %s",
+              exc, ray_settings.MANUAL)
     try:
         mode, problem = settings.read_mode()
         if problem:

@@ -1,24 +1,27 @@
 """``dspark-attn-plugin status``: is this machine's vLLM protected?
 
-Reads the installed vLLM without importing it: the package is located the way
-``import vllm`` would find it, its version and entry points come from
-``importlib.metadata``, and the flashmla source is classified as text.
+Reads the installed vLLM without importing it (``installation.read``: the
+package located the way ``import vllm`` would find it, its version and entry
+points from ``importlib.metadata``, the flashmla source as text), then judges
+that snapshot (``judge``): the same judgement for this machine and, with
+``status --ray``, for each node of a Ray cluster.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from dataclasses import asdict, dataclass
-from importlib import metadata
 
-from dspark_attn_plugin import __version__, method_code, settings
+from dspark_attn_plugin import __version__, installation, method_code, settings
 from dspark_attn_plugin.target import FLASHMLA_PATH, METHOD_NAME
 from dspark_attn_plugin.warmup_edit import NOTE_NAME, plan_edit
 from dspark_attn_plugin.warmup_shape import Verdict
 
-ENTRY_POINT_GROUP = "vllm.general_plugins"
+ENTRY_POINT_GROUP = installation.ENTRY_POINT_GROUP
 ENTRY_POINT_NAME = "dspark_attn_plugin"
+DIST_NAME = "dspark-attn-plugin"
+# The variables that decide whether the plugin runs.
+SETTING_NAMES = ("VLLM_PLUGINS", settings.ENV_VAR)
 
 EXIT_SAFE, EXIT_UNPROTECTED, EXIT_ERROR = 0, 1, 2
 
@@ -68,9 +71,12 @@ def parse_vllm_plugins(environ) -> list[str] | None:
     return names
 
 
-def _plugin_load(environ) -> tuple[bool, str]:
-    eps = metadata.entry_points(group=ENTRY_POINT_GROUP)
-    if not any(ep.name == ENTRY_POINT_NAME for ep in eps):
+def _plugin_load(environ, entry_points=None) -> tuple[bool, str]:
+    """Whether vLLM will load the plugin, given the entry point names in
+    ``vllm.general_plugins`` (this environment's where not given)."""
+    if entry_points is None:
+        entry_points = installation.read(FLASHMLA_PATH, DIST_NAME, ())["entry_points"]
+    if ENTRY_POINT_NAME not in entry_points:
         return False, f"no '{ENTRY_POINT_NAME}' entry point in {ENTRY_POINT_GROUP}"
     allowed = parse_vllm_plugins(environ)
     if allowed is None:
@@ -80,29 +86,25 @@ def _plugin_load(environ) -> tuple[bool, str]:
     return False, f"VLLM_PLUGINS does not name {ENTRY_POINT_NAME}"
 
 
-def _locate_vllm() -> tuple[str | None, str | None]:
-    """(version, package directory) of the vLLM ``import vllm`` would load."""
-    try:
-        spec = importlib.util.find_spec("vllm")
-    except (ImportError, ValueError) as exc:
-        raise StatusError(f"cannot locate vLLM: {exc}") from exc
-    if spec is None:
-        return None, None
-    locations = list(spec.submodule_search_locations or [])
-    if not locations:
-        raise StatusError(f"vllm at {spec.origin} is not a package")
-    try:
-        version = metadata.version("vllm")
-    except metadata.PackageNotFoundError:
-        version = "(no distribution metadata)"
-    return version, locations[0]
+def snapshot(environ=os.environ) -> dict:
+    """This environment, as ``judge`` takes it."""
+    return installation.read(FLASHMLA_PATH, DIST_NAME, SETTING_NAMES, environ)
 
 
 def collect(environ=os.environ) -> Status:
     """Everything ``status`` reports. Raises StatusError where vLLM is
     installed but cannot be read."""
-    version, package_dir = _locate_vllm()
-    will_load, load_reason = _plugin_load(environ)
+    return judge(snapshot(environ))
+
+
+def judge(snap: dict) -> Status:
+    """The verdict on a snapshot (``installation.read``), taken here or on
+    another node. Raises StatusError where vLLM is there but unreadable."""
+    environ = snap["settings"]
+    if snap["locate_error"]:
+        raise StatusError(snap["locate_error"])
+    version, package_dir = snap["vllm_version"], snap["vllm_path"]
+    will_load, load_reason = _plugin_load(environ, snap["entry_points"])
     mode, problem = settings.read_mode(environ)
     enabled = mode != settings.OFF
     enabled_reason = problem or (
@@ -110,14 +112,11 @@ def collect(environ=os.environ) -> Status:
         f"{settings.ENV_VAR} unset"
     )
 
-    flashmla_path = None
+    flashmla_path = snap["flashmla_path"]
     if package_dir is None:
         verdict, reason = Verdict.ABSENT, "vLLM is not installed"
     else:
-        flashmla_path = os.path.join(
-            os.path.dirname(package_dir), FLASHMLA_PATH
-        )
-        verdict, reason = _classify_file(package_dir, flashmla_path)
+        verdict, reason = _classify_snapshot(snap)
 
     active = will_load and enabled
     protected = verdict.safe or (verdict is Verdict.AFFECTED and active)
@@ -169,30 +168,34 @@ def collect(environ=os.environ) -> Status:
 
 
 def _classify_file(package_dir: str, flashmla_path: str) -> tuple[Verdict, str]:
-    """Verdict for the installed flashmla module, read as text.
+    """Verdict for the flashmla module at ``flashmla_path``, read as text."""
+    return _classify_snapshot({"vllm_path": package_dir,
+                               **installation.read_module(package_dir, flashmla_path)})
+
+
+def _classify_snapshot(snap: dict) -> tuple[Verdict, str]:
+    """Verdict for the snapshot's flashmla module.
 
     A module present only as byte-code (or a package that cannot be listed)
     cannot be judged: ``unknown``, never ``absent``, so that an install the
     plugin cannot read is not called safe.
     """
-    if not os.path.exists(flashmla_path):
-        try:
-            compiled = _compiled_forms(flashmla_path)
-        except OSError as exc:
-            return Verdict.UNKNOWN, f"cannot read {package_dir}: {exc}"
+    package_dir, flashmla_path = snap["vllm_path"], snap["flashmla_path"]
+    source = snap["flashmla_source"]
+    if snap["read_error"]:
+        raise StatusError(snap["read_error"])
+    if source is None:
+        if snap["listing_error"]:
+            return Verdict.UNKNOWN, snap["listing_error"]
+        compiled = snap["compiled_forms"]
         if compiled:
             return Verdict.UNKNOWN, (
                 f"{FLASHMLA_PATH} is installed without its source (only "
                 f"{os.path.basename(compiled[0])}): the plugin cannot read or patch it"
             )
-        if not os.access(package_dir, os.R_OK | os.X_OK):
+        if not snap["package_readable"]:
             return Verdict.UNKNOWN, f"cannot read {package_dir}"
         return Verdict.ABSENT, "this vLLM has no DeepSeek-V4 FlashMLA module"
-    try:
-        with open(flashmla_path, encoding="utf-8") as f:
-            source = f.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise StatusError(f"cannot read {flashmla_path}: {exc}") from exc
     # The runtime's own plan and checks: protected only where the runtime
     # builds the patch. The runtime compares the rebuilt method with the
     # loaded function; here, with the file compiled whole (what an import of
@@ -220,29 +223,6 @@ def _build_check(plan, source: str, path: str) -> str | None:
     except (SyntaxError, ValueError, TypeError) as exc:
         return f"the edited {METHOD_NAME} does not compile: {exc}"
     return None
-
-
-def _compiled_forms(source_path: str) -> list[str]:
-    """Files that can stand for ``source_path`` without it: a sourceless
-    ``.pyc`` beside it, cached byte-code, or an extension module."""
-    folder, name = os.path.split(source_path)
-    stem = name[: -len(".py")]
-    if not os.path.isdir(folder):
-        return []
-    found = [
-        os.path.join(folder, entry)
-        for entry in os.listdir(folder)
-        if entry == stem + ".pyc"
-        or (entry.startswith(stem + ".") and entry.endswith((".so", ".pyd")))
-    ]
-    cache = os.path.join(folder, "__pycache__")
-    if os.path.isdir(cache):
-        found += [
-            os.path.join(cache, entry)
-            for entry in os.listdir(cache)
-            if entry.startswith(stem + ".") and entry.endswith(".pyc")
-        ]
-    return sorted(found)
 
 
 def render(status: Status) -> str:

@@ -1,0 +1,272 @@
+"""The one-GPU evidence run (benchmarks/engine/evidence.py): its plumbing
+against stand-in servers that answer like ``vllm serve`` (no GPU), and the
+report fields it computes."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from engine import evidence, harness, metrics  # noqa: E402
+
+FAKE_SERVER = r'''
+import json, os, sys, time, threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+port = int(sys.argv[sys.argv.index("--port") + 1])
+with_plugin = any(p.endswith("/plugin") for p in os.environ.get("PYTHONPATH", "").split(os.pathsep))
+differs = with_plugin and os.environ.get("FAKE_PLUGIN_DIFFERS") == "1"
+print("(EngineCore pid=4242) INFO 12-01 00:00:00 [model_runner.py:1] Model loading took 0.5 GiB", flush=True)
+print("(EngineCore pid=4242) INFO 12-01 00:00:00 [kv_cache_utils.py:1] GPU KV cache size: 1,000 tokens", flush=True)
+print("(EngineCore pid=4242) INFO 12-01 00:00:00 [kv_cache_utils.py:2] Maximum concurrency for 1,024 tokens per request: 0.98x", flush=True)
+lock = threading.Lock()
+tpot = {"sum": 0.0, "count": 0}
+class H(BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def _send(self, out):
+        self.send_response(200); self.send_header("Content-Length", str(len(out))); self.end_headers()
+        self.wfile.write(out)
+    def do_GET(self):
+        if self.path == "/metrics":
+            with lock:
+                text = ("vllm:request_time_per_output_token_seconds_sum{engine=\"0\"} %f\n"
+                        "vllm:request_time_per_output_token_seconds_count{engine=\"0\"} %d\n"
+                        "vllm:request_time_per_output_token_seconds_created{engine=\"0\"} 1.0\n"
+                        % (tpot["sum"], tpot["count"]))
+            return self._send(text.encode())
+        self._send(b"")
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        n, k = len(body["prompt"]), body["max_tokens"]
+        time.sleep(0.002 * k)
+        with lock:
+            tpot["sum"] += n * 0.002
+            tpot["count"] += n
+        reply = {"usage": {"completion_tokens": n * k}, "choices": []}
+        for i, prompt in enumerate(body["prompt"]):
+            ids = [(len(prompt) * 31 + j * 7) % 1000 for j in range(k)]
+            if differs and i == 2 and k > 5:
+                ids[5] += 1
+            choice = {"index": i, "text": " ".join(map(str, ids))}
+            if body.get("logprobs") is not None and os.environ.get("FAKE_NO_LOGPROBS") == "1":
+                self.send_response(400); self.send_header("Content-Length", "0"); self.end_headers()
+                return
+            if body.get("logprobs") is not None and body.get("return_tokens_as_token_ids"):
+                choice["logprobs"] = {"tokens": [f"token_id:{t}" for t in ids]}
+            reply["choices"].append(choice)
+        self._send(json.dumps(reply).encode())
+ThreadingHTTPServer(("127.0.0.1", port), H).serve_forever()
+'''
+
+
+@pytest.fixture
+def fake_servers(tmp_path, monkeypatch):
+    script = tmp_path / "fake_server.py"
+    script.write_text(FAKE_SERVER)
+    commands = []
+
+    def fake_command(model, port, **kwargs):
+        commands.append(kwargs)
+        return [sys.executable, str(script), "--port", str(port)]
+
+    monkeypatch.setattr(evidence, "serve_command", fake_command)
+    return commands
+
+
+def _settings(**kw) -> harness.Settings:
+    defaults = dict(start_timeout_s=60, evidence_rounds=3, evidence_batch=4,
+                    evidence_max_tokens=8, evidence_token_max_tokens=12)
+    return harness.Settings(**{**defaults, **kw})
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except OSError:
+        return False
+
+
+def test_evidence_runs_both_phases_one_server_at_a_time(tmp_path, fake_servers):
+    layout = harness.Layout(tmp_path / "work")
+    saved = []
+    result = evidence.run_evidence(layout, _settings(), saved.append)
+    assert result["problems"] == []
+    assert [(s["phase"], s["server"]) for s in result["starts"]] == [
+        ("dspark", "released"), ("dspark", "standin-plugin"), ("dspark", "released-b"),
+        ("target", "stock"), ("target", "plugin"), ("target", "stock-b")]
+    assert [s["order"] for s in result["starts"]] == list(range(6))
+    assert [s["first_on_machine"] for s in result["starts"]] == [True] + [False] * 5
+    assert [s["first_of_phase"] for s in result["starts"]] == [True, False, False] * 2
+    # DSpark only in the dspark phase; the workload's max_num_seqs everywhere.
+    assert [c["speculative"] is not None for c in fake_servers] == [True] * 3 + [False] * 3
+    assert {c["max_num_seqs"] for c in fake_servers} == {64}
+    target = result["phases"]["target"]
+    assert [r["order"] for r in target["rounds"]] == [
+        ["stock", "plugin", "stock-b"], ["plugin", "stock-b", "stock"],
+        ["stock-b", "stock", "plugin"]]
+    for r in target["rounds"]:
+        for name in ("stock", "plugin", "stock-b"):
+            assert r[name]["tokens"] == 4 * 8 and r[name]["tokens_per_s"] > 0
+            assert r[name]["server_tokens_per_s_per_request"] == pytest.approx(500, rel=0.01)
+    for key in ("throughput", "server_tpot"):
+        summary = target[key]
+        assert summary["plugin/stock"]["n"] == 3 and summary["stock-b/stock"]["n"] == 3
+        assert summary["plugin/stock"]["half_width_pct"] is not None
+        assert "intervals" in summary["reading"]
+    assert result["phases"]["dspark"]["throughput"]["standin-plugin/released"]["n"] == 3
+    assert target["tokens"]["plugin vs stock"]["identical"] is True
+    assert target["tokens"]["plugin vs stock"]["tokens"] == len(evidence.TOKEN_PROMPTS) * 12
+    assert result["phases"]["dspark"]["tokens"]["standin-plugin vs released"]["identical"]
+    assert {s["kv_cache_tokens"] for s in target["servers"].values()} == {1000}
+    assert saved and saved[-1] is result
+
+
+def test_a_differing_token_is_shown_with_the_control_beside_it(tmp_path, fake_servers,
+                                                               monkeypatch):
+    monkeypatch.setenv("FAKE_PLUGIN_DIFFERS", "1")
+    layout = harness.Layout(tmp_path / "work")
+    result = evidence.run_evidence(layout, _settings(evidence_phases=("target",)))
+    tokens = result["phases"]["target"]["tokens"]
+    mine = tokens["plugin vs stock"]
+    assert mine["identical"] is False and mine["differing_prompts"] == 1
+    assert mine["first_difference"]["prompt"] == 2 and mine["first_difference"]["position"] == 5
+    assert mine["first_difference"]["other"] == mine["first_difference"]["base"] + 1
+    assert tokens["stock-b vs stock"]["identical"] is True
+
+
+def test_without_token_ids_the_texts_are_compared(tmp_path, fake_servers, monkeypatch):
+    monkeypatch.setenv("FAKE_NO_LOGPROBS", "1")
+    monkeypatch.setenv("FAKE_PLUGIN_DIFFERS", "1")
+    layout = harness.Layout(tmp_path / "work")
+    result = evidence.run_evidence(layout, _settings(evidence_phases=("target",)))
+    assert result["problems"] == []
+    phase = result["phases"]["target"]
+    assert "400" in phase["servers"]["stock"]["token_ids_error"]
+    mine = phase["tokens"]["plugin vs stock"]
+    assert mine["unit"] == "characters" and mine["identical"] is False
+    assert mine["first_difference"]["prompt"] == 2
+    assert phase["tokens"]["stock-b vs stock"]["identical"] is True
+    assert len(phase["rounds"]) == 3
+
+
+def test_a_server_that_does_not_start_stops_the_phase_and_is_reported(tmp_path, monkeypatch):
+    def dead_command(model, port, **kwargs):
+        return [sys.executable, "-c", "raise SystemExit(3)"]
+
+    monkeypatch.setattr(evidence, "serve_command", dead_command)
+    layout = harness.Layout(tmp_path / "work")
+    result = evidence.run_evidence(layout, _settings(evidence_phases=("target",)))
+    assert len(result["starts"]) == 1 and result["starts"][0]["exit_code"] == 3
+    assert result["problems"] == ["target/stock: server exited (code 3) before it became healthy"]
+    assert result["phases"]["target"]["rounds"] == []
+
+
+def test_start_comparisons_leave_out_the_cold_and_each_phases_first_start():
+    starts = [
+        {"order": 0, "phase": "target", "server": "stock", "start_s": 458.0,
+         "first_on_machine": True, "first_of_phase": True},
+        {"order": 1, "phase": "target", "server": "plugin", "start_s": 80.0,
+         "first_on_machine": False, "first_of_phase": False},
+        {"order": 2, "phase": "target", "server": "stock-b", "start_s": 76.0,
+         "first_on_machine": False, "first_of_phase": False},
+        {"order": 3, "phase": "dspark", "server": "released", "start_s": 200.0,
+         "first_on_machine": False, "first_of_phase": True},
+        {"order": 4, "phase": "dspark", "server": "standin-plugin", "start_s": 90.0,
+         "first_on_machine": False, "first_of_phase": False},
+    ]
+    out = evidence.start_comparisons(starts)
+    assert out == {"target": {"servers": "plugin/stock-b", "ratio": round(80 / 76, 4),
+                              "plugin": 80.0, "stock-b": 76.0}}
+
+
+def test_rotation_puts_each_server_in_each_place():
+    names = ["a", "b", "c"]
+    orders = [evidence.rotated(names, r) for r in range(3)]
+    for place in range(3):
+        assert sorted(o[place] for o in orders) == names
+    assert evidence.rotated(names, 3) == names
+
+
+@pytest.mark.parametrize("base, other, identical, first", [
+    ([[1, 2, 3]], [[1, 2, 3]], True, None),
+    ([[1, 2, 3]], [[1, 9, 3]], False, {"prompt": 0, "position": 1, "base": 2, "other": 9}),
+    ([[1, 2], [4, 5, 6]], [[1, 2], [4, 5]], False,
+     {"prompt": 1, "position": 2, "base": 6, "other": None}),
+    ([[1]], [[1], [2]], False, None),
+])
+def test_compare_tokens(base, other, identical, first):
+    out = evidence.compare_tokens(base, other)
+    assert out["identical"] is identical
+    assert out["first_difference"] == first
+    assert evidence.compare_tokens(None, other) == {"compared": False}
+
+
+def test_token_ids_are_read_in_prompt_order():
+    reply = {"choices": [{"index": 1, "logprobs": {"tokens": ["token_id:7", "token_id:8"]}},
+                         {"index": 0, "logprobs": {"tokens": ["token_id:5"]}}]}
+    assert evidence.token_ids(reply) == [[5], [7, 8]]
+
+
+def test_histogram_sums_labels_and_skips_created():
+    page = "\n".join([
+        "# HELP vllm:request_time_per_output_token_seconds x",
+        'vllm:request_time_per_output_token_seconds_bucket{le="0.1"} 3',
+        'vllm:request_time_per_output_token_seconds_sum{engine="0"} 0.5',
+        'vllm:request_time_per_output_token_seconds_sum{engine="1"} 0.25',
+        'vllm:request_time_per_output_token_seconds_count{engine="0"} 4',
+        'vllm:request_time_per_output_token_seconds_created{engine="0"} 17e8',
+    ])
+    assert metrics.histogram(page, metrics.TPOT) == {"sum": 0.75, "count": 4.0}
+    assert metrics.histogram("", metrics.TPOT) == {}
+
+
+def test_reading_states_the_plugin_interval_against_the_aa_one():
+    ratios = {"plugin/stock": {"geomean": 0.99, "low": 0.97, "high": 1.01, "half_width_pct": 2.0},
+              "stock-b/stock": {"geomean": 1.0, "low": 0.98, "high": 1.02, "half_width_pct": 2.0}}
+    assert evidence.relative_to_aa(ratios, "plugin", "stock-b", "stock").endswith(
+        "the intervals overlap")
+    ratios["plugin/stock"].update(low=0.90, high=0.95)
+    assert evidence.relative_to_aa(ratios, "plugin", "stock-b", "stock").endswith(
+        "do not overlap")
+    assert evidence.relative_to_aa({}, "plugin", "stock-b", "stock") is None
+
+
+def test_the_cli_checks_the_evidence_arguments(tmp_path):
+    import subprocess
+
+    script = REPO / "benchmarks" / "engine_e2e.py"
+    wheel = tmp_path / "x-0-py3-none-any.whl"
+    wheel.write_bytes(b"")
+    for args, says in ((["--evidence-phases", "bogus"], "--evidence-phases"),
+                       (["--evidence-rounds", "1"], "at least 2")):
+        proc = subprocess.run([sys.executable, str(script), "--plugin-wheel", str(wheel),
+                               "--work", str(tmp_path / "w"), "--cases", "none", "--evidence",
+                               *args], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2 and says in proc.stderr, proc.stderr
+
+
+def test_the_stopped_h200_evidence_run_compares_no_start_it_should_not():
+    """Run G (2026-12-01, one H200): two DSpark starts, the machine's first
+    (kernels compiled) and one with compiled kernels, then stopped: no pair
+    of warm starts, so no start ratio; the stand-in with the plugin patched
+    and rescued in its engine core."""
+    folder = REPO / "benchmarks" / "results" / "engine-e2e-2026-12-01"
+    run = json.loads((folder / "run-G.json").read_text(encoding="utf-8"))
+    starts = run["evidence"]["starts"]
+    assert [(s["server"], s["first_on_machine"], s["first_of_phase"]) for s in starts] == [
+        ("released", True, True), ("standin-plugin", False, False)]
+    assert evidence.start_comparisons(starts) == {}
+    assert run["stopped"]["signal"] == "SIGTERM" and run["exit_code"] == 143
+    log = folder / "run-G-evidence-dspark-standin-plugin.log"
+    engine = harness.model_processes(harness.read_log(log))
+    assert [p["process"].split()[0] for p in engine] == ["EngineCore"]
+    assert [x["state"] for x in engine[0]["plugin"]] == ["patched"]
+    assert engine[0]["rescued"] == ["model.layers.4.attn"]
+    assert engine[0]["kv_cache_tokens"] == 1282068

@@ -1,0 +1,103 @@
+"""The plugin's settings reach vLLM's Ray workers: read through vLLM 0.27.1's
+own ``get_env_vars_to_copy`` (what its Ray executor copies to every worker),
+whether or not vLLM has cached its environment before the plugin loads."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import pytest
+import vllm.envs as envs
+from vllm.ray.ray_env import get_env_vars_to_copy
+
+import dspark_attn_plugin
+from dspark_attn_plugin import ray_settings
+
+VAR = ray_settings.PREFIXES_VAR
+
+
+@pytest.fixture(autouse=True)
+def clean(monkeypatch):
+    for name in (VAR, "DSPARK_ATTN_PLUGIN", "DSPARK_ATTN_PLUGIN_FUTURE", "DSPARK_ATTN_PLUGIN_CACHE"):
+        monkeypatch.delenv(name, raising=False)
+    envs.disable_envs_cache()
+
+
+def copied() -> set[str]:
+    """What vLLM's Ray executor would set in each worker."""
+    return {n for n in get_env_vars_to_copy(destination="workers") if n in os.environ}
+
+
+def test_vllm_alone_does_not_copy_the_switch(monkeypatch):
+    monkeypatch.setenv("DSPARK_ATTN_PLUGIN", "off")
+    assert "DSPARK_ATTN_PLUGIN" not in copied()
+
+
+@pytest.mark.parametrize("mode", ["off", "auto", "bogus"])
+def test_register_has_vllm_copy_every_setting_whatever_the_switch(monkeypatch, mode):
+    monkeypatch.setenv("DSPARK_ATTN_PLUGIN", mode)
+    monkeypatch.setenv("DSPARK_ATTN_PLUGIN_FUTURE", "1")
+    dspark_attn_plugin.register()
+    assert {"DSPARK_ATTN_PLUGIN", "DSPARK_ATTN_PLUGIN_FUTURE"} <= copied()
+
+
+def test_an_unset_switch_is_not_copied(monkeypatch):
+    dspark_attn_plugin.register()
+    assert os.environ[VAR] == "DSPARK_ATTN_PLUGIN"
+    assert not {n for n in copied() if n.startswith("DSPARK")}
+
+
+@pytest.mark.parametrize(
+    "before, after",
+    [
+        (None, "DSPARK_ATTN_PLUGIN"),
+        ("", "DSPARK_ATTN_PLUGIN"),
+        ("MY_", "MY_,DSPARK_ATTN_PLUGIN"),
+        ("MY_, ", "MY_,DSPARK_ATTN_PLUGIN"),
+        ("DSPARK_", "DSPARK_"),  # already covers it
+        (" DSPARK_ATTN_PLUGIN ", " DSPARK_ATTN_PLUGIN "),
+        ("DSPARK_ATTN_PLUGIN_X", "DSPARK_ATTN_PLUGIN_X,DSPARK_ATTN_PLUGIN"),
+    ],
+)
+def test_the_prefix_is_added_once_and_others_kept(monkeypatch, before, after):
+    if before is not None:
+        monkeypatch.setenv(VAR, before)
+    dspark_attn_plugin.register()
+    dspark_attn_plugin.register()
+    ray_settings.carry_to_ray_workers()
+    assert os.environ[VAR] == after
+
+
+def test_a_cache_taken_before_the_plugin_is_refreshed(monkeypatch):
+    monkeypatch.setenv("DSPARK_ATTN_PLUGIN", "off")
+    envs.enable_envs_cache()
+    assert envs._is_envs_cache_enabled()
+    dspark_attn_plugin.register()
+    assert envs._is_envs_cache_enabled()  # left as it was found: on
+    assert "DSPARK_ATTN_PLUGIN" in copied()
+
+
+def test_a_cache_that_differs_from_the_environment_is_left_alone(monkeypatch, caplog):
+    monkeypatch.setenv("VLLM_LOGGING_PREFIX", "before")
+    envs.enable_envs_cache()
+    monkeypatch.setenv("VLLM_LOGGING_PREFIX", "after")  # changed since it was cached
+    monkeypatch.setenv("DSPARK_ATTN_PLUGIN", "off")
+    with caplog.at_level(logging.WARNING, logger="dspark_attn_plugin"):
+        dspark_attn_plugin.register()
+    assert envs.VLLM_LOGGING_PREFIX == "before"  # vLLM's cache untouched
+    warnings = [r for r in caplog.records if "may not reach Ray workers" in r.getMessage()]
+    assert len(warnings) == 1
+    assert "export VLLM_RAY_EXTRA_ENV_VAR_PREFIXES_TO_COPY=DSPARK_ATTN_PLUGIN" in warnings[0].getMessage()
+    assert "VLLM_LOGGING_PREFIX" in warnings[0].getMessage()
+
+
+def test_a_failure_to_carry_still_patches(monkeypatch, caplog, layer_cls, stock_forward_mqa):
+    def broken(*a, **k):
+        raise OSError("environment is read-only")
+
+    monkeypatch.setattr(ray_settings, "carry_to_ray_workers", broken)
+    with caplog.at_level(logging.WARNING, logger="dspark_attn_plugin"):
+        dspark_attn_plugin.register()
+    assert any("may not reach Ray workers" in r.getMessage() for r in caplog.records)
+    assert layer_cls.__dict__["forward_mqa"] is not stock_forward_mqa
