@@ -291,6 +291,11 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
           "        stopped = (None if settings.read_mode()[0] == settings.OFF\n"
           "                   else ray_settings.carry_to_ray_workers())\n")],
     ),
+    "ray-carry-with-nothing-set": (
+        "an installed plugin changes vLLM's environment (and compile cache key)",
+        [("ray_settings.py", "    if not any(name.startswith(PREFIX) for name in environ):\n",
+          "    if False:\n")],
+    ),
     "ray-carry-replaces-the-users-prefixes": (
         "the operator's own prefixes are dropped",
         [("ray_settings.py", '    return f"{kept},{prefix}" if kept else prefix',

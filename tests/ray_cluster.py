@@ -1,6 +1,6 @@
 """A real Ray cluster of several nodes on this one machine, for the tests.
 
-Each node is its own ``ray start --block`` (a session of its own), with its
+Each node is its own ``ray start --block`` (in its own process group), with its
 own environment and its own IP on the loopback network (127.0.0.N: vLLM
 insists on one IP per node). The cluster outlives the forked test processes:
 its state is a JSON file in ``$DSPARK_TEST_RAY_STATE`` (set by conftest.py in

@@ -42,9 +42,15 @@ def test_register_has_vllm_copy_every_setting_whatever_the_switch(monkeypatch, m
     assert {"DSPARK_ATTN_PLUGIN", "DSPARK_ATTN_PLUGIN_FUTURE"} <= copied()
 
 
-def test_an_unset_switch_is_not_copied(monkeypatch):
+def test_with_no_setting_set_the_environment_is_left_as_it_was(monkeypatch):
+    """Nothing to carry; and vLLM hashes VLLM_RAY_EXTRA_ENV_VAR_PREFIXES_TO_COPY
+    into its torch.compile cache key: an installed plugin must not change it."""
+    from vllm.envs import compile_factors
+
+    before_env, before_key = dict(os.environ), compile_factors()
     dspark_attn_plugin.register()
-    assert os.environ[VAR] == "DSPARK_ATTN_PLUGIN"
+    assert dict(os.environ) == before_env and VAR not in os.environ
+    assert compile_factors() == before_key
     assert not {n for n in copied() if n.startswith("DSPARK")}
 
 
@@ -61,6 +67,7 @@ def test_an_unset_switch_is_not_copied(monkeypatch):
     ],
 )
 def test_the_prefix_is_added_once_and_others_kept(monkeypatch, before, after):
+    monkeypatch.setenv("DSPARK_ATTN_PLUGIN", "auto")
     if before is not None:
         monkeypatch.setenv(VAR, before)
     dspark_attn_plugin.register()
@@ -76,6 +83,14 @@ def test_a_cache_taken_before_the_plugin_is_refreshed(monkeypatch):
     dspark_attn_plugin.register()
     assert envs._is_envs_cache_enabled()  # left as it was found: on
     assert "DSPARK_ATTN_PLUGIN" in copied()
+
+
+def test_a_cache_taken_before_the_plugin_is_left_alone_when_nothing_is_set():
+    envs.enable_envs_cache()
+    cached = envs.__getattr__
+    dspark_attn_plugin.register()
+    assert envs.__getattr__ is cached  # the same cache, not refreshed
+    assert VAR not in os.environ
 
 
 def test_a_cache_that_differs_from_the_environment_is_left_alone(monkeypatch, caplog):

@@ -13,7 +13,11 @@ where ``vllm serve`` starts would stop at the driver.
 documented, additive way to have vLLM copy more variables: every setting of
 the plugin set on the driver then reaches every worker, whose node value it
 replaces, as vLLM's own variables do. A setting the driver leaves unset is not
-copied (the node's own value stays), as for vLLM's variables.
+copied (the node's own value stays), as for vLLM's variables. So where no
+setting of the plugin is set there is nothing to carry, and the environment
+is left exactly as it was: that variable is one of those vLLM hashes into
+its torch.compile cache key, and a plugin that is merely installed must not
+change that key.
 
 vLLM reads that variable through ``vllm.envs``, which can cache every value
 (``enable_envs_cache()``, called once an engine core or worker has started;
@@ -54,9 +58,12 @@ def with_prefix(value: str, prefix: str = PREFIX) -> str:
 def carry_to_ray_workers(environ: MutableMapping[str, str] = os.environ) -> str | None:
     """Have vLLM copy the plugin's settings to its Ray workers.
 
-    Returns what stops it, for one WARNING (None when the settings travel).
-    Idempotent; imports nothing (``vllm.envs`` is used only if loaded).
+    Returns what stops it, for one WARNING (None when the settings travel,
+    or none is set). Idempotent; imports nothing (``vllm.envs`` is used only
+    if loaded).
     """
+    if not any(name.startswith(PREFIX) for name in environ):
+        return None  # nothing to carry: leave vLLM's environment alone
     before = environ.get(PREFIXES_VAR, "")
     after = with_prefix(before)
     if after != before:
