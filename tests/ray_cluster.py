@@ -42,7 +42,10 @@ def _save(state: dict) -> None:
 
 
 def clean_env(**extra: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in SCRUBBED}
+    """This environment less the plugin's settings (``DSPARK_ATTN_PLUGIN*``,
+    the Makefile's cache folder among them), vLLM's allow-list and paths."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in SCRUBBED and not k.startswith("DSPARK_ATTN_PLUGIN")}
     env.update(extra)
     return env
 
