@@ -35,7 +35,7 @@ endef
 # No prerequisite: the venv's name already carries a hash of the requirements
 # (a fresh clone's new file times must not force a rebuild).
 $(VENV)/.ready:
-	$(call quietly,venv,Building the test venv in $(VENV) (first time: ~3 min and ~5.4 GB),\
+	$(call quietly,venv,Building the test venv in $(VENV) (first time: ~4 min and ~5.6 GB),\
 	rm -rf "$(VENV)" && $(PYTHON) -m venv "$(VENV)" && \
 	$(BIN)/python -m pip install --disable-pip-version-check $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) -r $(REQUIREMENTS) && \
 	$(BIN)/python -m pip uninstall -y torchvision torchaudio torchcodec)

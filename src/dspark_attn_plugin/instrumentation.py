@@ -2,8 +2,9 @@
 
 ``register()`` is vLLM's ``vllm.general_plugins`` entry point: vLLM calls it
 in every process and does not catch its exceptions, so it never raises, and it
-imports neither torch nor vLLM. It first has vLLM copy the plugin's settings
-to Ray workers (``ray_settings``), then installs a post-import hook; the patch is
+imports neither torch nor vLLM. It first has vLLM copy the plugin's settings,
+where one is set, to Ray workers (``ray_settings``), then installs a
+post-import hook; the patch is
 decided and applied when vLLM's flashmla module is imported (or at once, if it
 already is). ``instrument()`` and ``uninstrument()`` are idempotent.
 """
@@ -35,7 +36,7 @@ def register() -> None:
     """Entry point for vLLM's ``vllm.general_plugins``. Never raises."""
     try:
         # First, and whatever the switch says: an "off" set here must reach
-        # the Ray workers too (ray_settings).
+        # the Ray workers too (ray_settings; nothing changes when none is set).
         stopped = ray_settings.carry_to_ray_workers()
         if stopped:
             _once("ray-carry", logger.warning,
