@@ -98,7 +98,7 @@ def _no_status(command: str, exc: Exception, as_json: bool) -> int:
 
 
 def _cluster_status(address: str, as_json: bool) -> int:
-    from dspark_attn_plugin import cluster_status, status
+    from dspark_attn_plugin import cluster_status
 
     try:
         result = cluster_status.collect(None if address == "auto" else address)
