@@ -52,7 +52,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from engine import harness  # noqa: E402
 from engine.checkpoint import write_checkpoint  # noqa: E402
-from engine.evidence import PHASES, run_evidence, start_comparisons  # noqa: E402
+from engine.evidence import (  # noqa: E402
+    EVIDENCE_KV_CACHE_BYTES, PHASES, run_evidence, start_comparisons)
 from engine.standin import FLASHMLA_RELPATH, StandinError, make_standin  # noqa: E402
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CANNOT_RUN = 0, 1, 2, 3
@@ -93,6 +94,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="the one-GPU evidence (engine/evidence.py): the same tokens with "
                         "and without the plugin, warm starts compared, and the cost beside "
                         "stock against stock, without and with DSpark")
+    parser.add_argument("--evidence-seconds", type=float, default=None,
+                        help="time limit of --evidence from its first start: no round begins "
+                        "that would end after it (default: none; every round runs)")
+    parser.add_argument("--kv-cache-memory-bytes", type=int, default=None,
+                        help="a fixed KV cache per server (default: vLLM sizes it from free "
+                        f"memory; --evidence's servers get {EVIDENCE_KV_CACHE_BYTES} B)")
     parser.add_argument("--evidence-rounds", type=int, default=harness.Settings.evidence_rounds,
                         help="rounds per phase of --evidence (default %(default)s)")
     parser.add_argument("--evidence-phases", default=",".join(harness.Settings.evidence_phases),
@@ -134,6 +141,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                      "whole numbers separated by commas")
     if args.capture_sizes is not None and (min(args.capture_sizes) < 1 or args.enforce_eager):
         parser.error("--cudagraph-capture-sizes takes positive sizes, and not with --enforce-eager")
+    if args.evidence_seconds is not None and args.evidence_seconds <= 0:
+        parser.error("--evidence-seconds must be positive")
+    if args.kv_cache_memory_bytes is not None and args.kv_cache_memory_bytes < 1:
+        parser.error("--kv-cache-memory-bytes must be positive")
     if args.evidence_rounds < 2:
         parser.error("--evidence-rounds must be at least 2 (an interval needs two rounds)")
     if not args.plugin_wheel.is_file() or args.plugin_wheel.suffix != ".whl":
@@ -189,7 +200,8 @@ def main(argv: list[str] | None = None) -> int:
         start_timeout_s=args.start_timeout, cost_rounds=args.cost_rounds,
         throughput_runs=args.throughput_runs, tensor_parallel_size=args.tensor_parallel_size,
         distributed_executor_backend=args.distributed_executor_backend,
-        evidence_rounds=args.evidence_rounds,
+        evidence_rounds=args.evidence_rounds, evidence_seconds=args.evidence_seconds,
+        kv_cache_memory_bytes=args.kv_cache_memory_bytes,
         cudagraph_capture_sizes=args.capture_sizes,
         evidence_phases=tuple(p for p in args.evidence_phases.split(",") if p),
         enforce_eager=args.enforce_eager, paired_rounds=args.paired_rounds,
@@ -276,7 +288,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.evidence:
             running = "evidence"
             progress(f"evidence: phases {', '.join(settings.evidence_phases)}, "
-                     f"{settings.evidence_rounds} rounds each, one server at a time")
+                     f"{settings.evidence_rounds} rounds each, one server at a time"
+                     + (f", within {settings.evidence_seconds:g} s"
+                        if settings.evidence_seconds else ""))
 
             def save_evidence(evidence: dict) -> None:
                 evidence["start_comparisons"] = start_comparisons(evidence["starts"])

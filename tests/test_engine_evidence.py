@@ -93,20 +93,25 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_evidence_runs_both_phases_one_server_at_a_time(tmp_path, fake_servers):
+def test_evidence_starts_one_server_then_the_rest_together_and_measures_one_at_a_time(
+        tmp_path, fake_servers):
     layout = harness.Layout(tmp_path / "work")
     saved = []
     result = evidence.run_evidence(layout, _settings(), saved.append)
-    assert result["problems"] == []
+    assert result["problems"] == [] and result["rounds_stopped"] is None
     assert [(s["phase"], s["server"]) for s in result["starts"]] == [
         ("dspark", "released"), ("dspark", "standin-plugin"), ("dspark", "released-b"),
         ("target", "stock"), ("target", "plugin"), ("target", "stock-b")]
     assert [s["order"] for s in result["starts"]] == list(range(6))
+    assert [s["wave"] for s in result["starts"]] == [0] + [1] * 5
+    assert [s["started_together"] for s in result["starts"]] == [1] + [5] * 5
     assert [s["first_on_machine"] for s in result["starts"]] == [True] + [False] * 5
-    assert [s["first_of_phase"] for s in result["starts"]] == [True, False, False] * 2
-    # DSpark only in the dspark phase; the workload's max_num_seqs everywhere.
+    # DSpark only in the dspark phase; the workload's max_num_seqs and one
+    # fixed KV cache everywhere.
     assert [c["speculative"] is not None for c in fake_servers] == [True] * 3 + [False] * 3
     assert {c["max_num_seqs"] for c in fake_servers} == {64}
+    assert {c["kv_cache_memory_bytes"] for c in fake_servers} == {evidence.EVIDENCE_KV_CACHE_BYTES}
+    assert result["workload"]["kv_cache_memory_bytes"] == evidence.EVIDENCE_KV_CACHE_BYTES
     target = result["phases"]["target"]
     assert [r["order"] for r in target["rounds"]] == [
         ["stock", "plugin", "stock-b"], ["plugin", "stock-b", "stock"],
@@ -126,6 +131,47 @@ def test_evidence_runs_both_phases_one_server_at_a_time(tmp_path, fake_servers):
     assert result["phases"]["dspark"]["tokens"]["standin-plugin vs released"]["identical"]
     assert {s["kv_cache_tokens"] for s in target["servers"].values()} == {1000}
     assert saved and saved[-1] is result
+    comparisons = evidence.start_comparisons(result["starts"])
+    assert set(comparisons["target"]["ratios"]) == {"plugin/stock", "stock-b/stock"}
+    assert set(comparisons["dspark"]["ratios"]) == {"standin-plugin/released-b"}
+
+
+def test_the_second_wave_starts_at_once(tmp_path, monkeypatch):
+    """Five servers that each take 3 s to answer /health: together, the
+    wave is healthy in far less than the 15 s one after the other would take."""
+    script = tmp_path / "slow_server.py"
+    script.write_text("import time; time.sleep(3)\n" + FAKE_SERVER)
+    monkeypatch.setattr(evidence, "serve_command",
+                        lambda model, port, **kw: [sys.executable, str(script), "--port", str(port)])
+    layout = harness.Layout(tmp_path / "work")
+    result = evidence.run_evidence(layout, _settings(evidence_rounds=2))
+    assert result["problems"] == []
+    first, *wave = result["starts"]
+    assert first["launched_at_s"] < 1 and len(wave) == 5
+    # all launched the moment the first was healthy, none waiting for another
+    assert all(first["start_s"] <= s["launched_at_s"] < first["start_s"] + 1 for s in wave), wave
+    assert all(3 <= s["start_s"] < 9 for s in wave), wave
+
+
+def test_rounds_take_turns_and_stop_before_the_time_limit(tmp_path, fake_servers, monkeypatch):
+    """With a limit the rounds cannot all fit in, both phases get the same
+    number of rounds, and the stop is said."""
+    monkeypatch.setattr(evidence, "STOP_MARGIN_S", 0.0)
+    layout = harness.Layout(tmp_path / "work")
+    clock = {"now": 0.0}
+
+    def fake_round(phase, out, servers, prompts, settings, round_no):
+        clock["now"] += 10.0  # every round takes 10 s
+        out["rounds"].append({"round": round_no, "phase": phase})
+
+    monkeypatch.setattr(evidence, "_one_round", fake_round)
+    real = evidence.time.monotonic
+    monkeypatch.setattr(evidence.time, "monotonic", lambda: real() + clock["now"])
+    result = evidence.run_evidence(layout, _settings(evidence_rounds=10, evidence_seconds=65))
+    rounds = {p: len(out["rounds"]) for p, out in result["phases"].items()}
+    assert rounds["dspark"] == rounds["target"] and 2 <= rounds["dspark"] < 10, rounds
+    assert "--evidence-seconds 65" in result["rounds_stopped"]
+    assert result["problems"] == []
 
 
 def test_a_differing_token_is_shown_with_the_control_beside_it(tmp_path, fake_servers,
@@ -156,7 +202,8 @@ def test_without_token_ids_the_texts_are_compared(tmp_path, fake_servers, monkey
     assert len(phase["rounds"]) == 3
 
 
-def test_a_server_that_does_not_start_stops_the_phase_and_is_reported(tmp_path, monkeypatch):
+def test_a_first_server_that_does_not_start_is_reported_and_nothing_else_starts(
+        tmp_path, monkeypatch):
     def dead_command(model, port, **kwargs):
         return [sys.executable, "-c", "raise SystemExit(3)"]
 
@@ -168,22 +215,29 @@ def test_a_server_that_does_not_start_stops_the_phase_and_is_reported(tmp_path, 
     assert result["phases"]["target"]["rounds"] == []
 
 
-def test_start_comparisons_leave_out_the_cold_and_each_phases_first_start():
-    starts = [
-        {"order": 0, "phase": "target", "server": "stock", "start_s": 458.0,
-         "first_on_machine": True, "first_of_phase": True},
-        {"order": 1, "phase": "target", "server": "plugin", "start_s": 80.0,
-         "first_on_machine": False, "first_of_phase": False},
-        {"order": 2, "phase": "target", "server": "stock-b", "start_s": 76.0,
-         "first_on_machine": False, "first_of_phase": False},
-        {"order": 3, "phase": "dspark", "server": "released", "start_s": 200.0,
-         "first_on_machine": False, "first_of_phase": True},
-        {"order": 4, "phase": "dspark", "server": "standin-plugin", "start_s": 90.0,
-         "first_on_machine": False, "first_of_phase": False},
-    ]
+def test_start_comparisons_take_one_wave_and_never_the_cold_start():
+    def start(order, phase, server, s, wave):
+        return {"order": order, "phase": phase, "server": server, "start_s": s,
+                "wave": wave, "first_on_machine": wave == 0}
+
+    starts = [start(0, "dspark", "released", 700.0, 0),
+              start(1, "dspark", "standin-plugin", 300.0, 1),
+              start(2, "dspark", "released-b", 310.0, 1),
+              start(3, "target", "stock", 250.0, 1), start(4, "target", "plugin", 240.0, 1),
+              start(5, "target", "stock-b", 260.0, 1)]
     out = evidence.start_comparisons(starts)
-    assert out == {"target": {"servers": "plugin/stock-b", "ratio": round(80 / 76, 4),
-                              "plugin": 80.0, "stock-b": 76.0}}
+    assert out["dspark"] == {"wave": 1, "start_s": {"standin-plugin": 300.0, "released-b": 310.0},
+                             "ratios": {"standin-plugin/released-b": round(300 / 310, 4)}}
+    assert out["target"]["ratios"] == {"plugin/stock": round(240 / 250, 4),
+                                       "stock-b/stock": round(260 / 250, 4)}
+    # Starts one at a time (no wave): never two under the same conditions.
+    for s in starts:
+        del s["wave"]
+    assert evidence.start_comparisons(starts) == {}
+    # A server that did not start leaves its phase without a comparison.
+    starts = [start(0, "target", "stock", 400.0, 0), start(1, "target", "plugin", None, 1),
+              start(2, "target", "stock-b", 90.0, 1)]
+    assert evidence.start_comparisons(starts) == {}
 
 
 def test_rotation_puts_each_server_in_each_place():
@@ -245,7 +299,9 @@ def test_the_cli_checks_the_evidence_arguments(tmp_path):
     wheel = tmp_path / "x-0-py3-none-any.whl"
     wheel.write_bytes(b"")
     for args, says in ((["--evidence-phases", "bogus"], "--evidence-phases"),
-                       (["--evidence-rounds", "1"], "at least 2")):
+                       (["--evidence-rounds", "1"], "at least 2"),
+                       (["--evidence-seconds", "0"], "--evidence-seconds must be positive"),
+                       (["--kv-cache-memory-bytes", "0"], "must be positive")):
         proc = subprocess.run([sys.executable, str(script), "--plugin-wheel", str(wheel),
                                "--work", str(tmp_path / "w"), "--cases", "none", "--evidence",
                                *args], capture_output=True, text=True, timeout=120)
@@ -260,8 +316,8 @@ def test_the_stopped_h200_evidence_run_compares_no_start_it_should_not():
     folder = REPO / "benchmarks" / "results" / "engine-e2e-2026-12-01"
     run = json.loads((folder / "run-G.json").read_text(encoding="utf-8"))
     starts = run["evidence"]["starts"]
-    assert [(s["server"], s["first_on_machine"], s["first_of_phase"]) for s in starts] == [
-        ("released", True, True), ("standin-plugin", False, False)]
+    assert [(s["server"], s["first_on_machine"]) for s in starts] == [
+        ("released", True), ("standin-plugin", False)]
     assert evidence.start_comparisons(starts) == {}
     assert run["stopped"]["signal"] == "SIGTERM" and run["exit_code"] == 143
     log = folder / "run-G-evidence-dspark-standin-plugin.log"

@@ -2,9 +2,7 @@
 plugin, start times that compare like with like, and the cost beside its
 own noise.
 
-Two phases (DSpark first: its first server compiles the kernels of both),
-each with three servers kept running side by side on the GPU (each with its
-share of memory), started one after the other:
+Two phases, each with three servers:
 
 - ``target`` (no speculative decoding; every layer has its buffer, so stock
   starts too): ``stock`` (the stand-in without the plugin), ``plugin`` (the
@@ -13,20 +11,26 @@ share of memory), started one after the other:
   ``standin-plugin`` (the stand-in with the plugin: the fix a user runs) and
   ``released-b`` (the control).
 
+The first server starts alone: on a fresh machine it compiles the kernels,
+so its start is never compared. Then every other server starts at once
+(the same moment, the same compiled kernels, the same competition for the
+machine: like with like), each with the same fixed KV cache. All stay
+running, each with its share of the GPU's memory.
+
 Per server, first the token batch (fixed prompts, greedy, ``ignore_eos``,
 the token ids asked back), untimed; then a short warm-up batch; then the
 rounds: each round sends the workload batch to one server at a time, in an
-order rotated every round, so no server is always first or last. A round's
-ratios are second/first and control/first, from the client's clock and from
-the servers' own time-per-output-token histograms. Starts are reported in
-the order they happened; the first start on the machine (kernels compiled)
-and the first of each phase are never compared.
+order rotated every round, so no server is always first or last; the
+phases take turns round by round, so a time limit leaves both with as many
+rounds. A round's ratios are second/first and control/first, from the
+client's clock and from the servers' own time-per-output-token histograms.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from engine import metrics
 from engine.server import Server, free_port, serve_command
@@ -37,6 +41,12 @@ PHASES = {
     "dspark": ("dspark", [("released", False, False), ("standin-plugin", True, True),
                           ("released-b", False, False)]),
 }
+# Servers started together must not size their KV cache from the memory
+# left free while the others allocate theirs: each gets the same fixed size
+# (enough for 64 sequences of 1,024 tokens with room to spare).
+EVIDENCE_KV_CACHE_BYTES = 4 << 30
+# Time left for stopping every server after the last round.
+STOP_MARGIN_S = 60.0
 TOKEN_PROMPTS = [
     "The quick brown fox", "DeepSeek-V4 with a DSpark drafter", "Once upon a time",
     "vLLM serves", "Speculative decoding drafts", "A tiny model with random weights",
@@ -144,92 +154,160 @@ def _server_rate(before: dict, after: dict) -> float | None:
 
 
 def run_evidence(layout, settings, save=lambda r: None) -> dict:
-    """Both phases; the result is filled in place and ``save``d as it grows."""
+    """Every phase's servers, started in two waves and kept running, then
+    the outputs and the rounds; the result is filled in place and
+    ``save``d as it grows."""
     prompts = (TOKEN_PROMPTS * settings.evidence_batch)[: settings.evidence_batch]
+    members = [(phase, name, standin, plugin) for phase in settings.evidence_phases
+               for name, standin, plugin in PHASES[phase][1]]
+    kv_bytes = settings.kv_cache_memory_bytes or EVIDENCE_KV_CACHE_BYTES
     result: dict = {
-        "method": ("one GPU; per phase three servers started one after the other and kept "
-                   "running; per round the batch goes to one server at a time, in an order "
-                   "rotated every round"),
+        "method": ("one GPU; the first server started alone (it compiles the kernels), then "
+                   "every other server at once, all kept running, each with the same fixed "
+                   "KV cache; per round the batch goes to one server at a time, in an order "
+                   "rotated every round, the phases' rounds taking turns"),
         "workload": {"prompts": len(prompts), "max_tokens": settings.evidence_max_tokens,
                      "max_num_seqs": settings.evidence_max_num_seqs, "temperature": 0.0,
                      "ignore_eos": True, "rounds": settings.evidence_rounds,
+                     "seconds": settings.evidence_seconds,
                      "token_prompts": len(TOKEN_PROMPTS),
                      "token_max_tokens": settings.evidence_token_max_tokens,
                      "enforce_eager": settings.enforce_eager,
-                     "cudagraph_capture_sizes": settings.cudagraph_capture_sizes},
-        "starts": [], "phases": {}, "problems": [],
+                     "cudagraph_capture_sizes": settings.cudagraph_capture_sizes,
+                     "kv_cache_memory_bytes": kv_bytes},
+        "starts": [], "phases": {}, "problems": [], "rounds_stopped": None,
     }
-    save(result)
     for phase in settings.evidence_phases:
-        _run_phase(phase, prompts, layout, settings, result, save)
+        result["phases"][phase] = {"servers": {}, "rounds": [], "tokens": {},
+                                   "throughput": None, "server_tpot": None}
+    save(result)
+    began = time.monotonic()
+    servers: dict = {}
+    try:
+        for wave, group in enumerate((members[:1], members[1:])):
+            if group and not _start_wave(group, wave, kv_bytes, layout, settings, result,
+                                         servers, save, began):
+                break
+        ready = [p for p in settings.evidence_phases
+                 if all(result["phases"][p]["servers"].get(m[0], {}).get("healthy")
+                        for m in PHASES[p][1])]
+        for phase in ready:
+            _collect_outputs(phase, result["phases"][phase], servers, prompts, settings)
+            save(result)
+        _run_rounds(ready, result, servers, prompts, settings, began, save)
+    except Exception as exc:  # reported, not raised
+        result["problems"].append(f"evidence: {exc!r}")
+    finally:
+        _stop_all(servers.values())
+        for phase, out in result["phases"].items():
+            _read_kv(out["servers"])
+        save(result)
     return result
 
 
-def _run_phase(phase: str, prompts, layout, settings, result: dict, save) -> None:
-    from engine.harness import DSPARK, _not_healthy, _read_kv, observe_start, server_env
+def _read_kv(sides: dict) -> None:
+    from engine.harness import _read_kv as read
 
-    speculative, members = PHASES[phase]
-    names = [m[0] for m in members]
-    base, other, control = names
-    out: dict = {"servers": {}, "rounds": [], "tokens": {}, "throughput": None,
-                 "server_tpot": None}
-    result["phases"][phase] = out
-    servers: dict = {}
-    try:
-        for name, standin, plugin in members:
-            port = free_port()
-            command = serve_command(
-                layout.model, port, speculative=DSPARK if speculative else None,
-                max_model_len=settings.max_model_len,
-                gpu_memory_utilization=settings.gpu_memory_utilization,
-                enforce_eager=settings.enforce_eager,
-                max_num_seqs=settings.evidence_max_num_seqs,
-                cudagraph_capture_sizes=settings.cudagraph_capture_sizes,
-            )
-            env = server_env(standin, plugin, False, layout)
-            log_path = layout.logs / f"evidence-{phase}-{name}.log"
-            servers[name] = Server(command, env, log_path, port).__enter__()
-            start = observe_start(servers[name], settings.start_timeout_s)
-            order = len(result["starts"])
-            result["starts"].append({
-                "order": order, "phase": phase, "server": name, **start,
-                "first_on_machine": order == 0, "first_of_phase": name == base,
-            })
-            out["servers"][name] = {"log": str(log_path), "healthy": start["healthy"]}
+    read({n: s for n, s in sides.items() if s.get("log")})
+
+
+def _start_wave(group, wave: int, kv_bytes: int, layout, settings, result: dict,
+                servers: dict, save, began: float) -> bool:
+    """Starts ``group``'s servers at once and waits for each; True when
+    every one became healthy."""
+    from engine.harness import DSPARK, _not_healthy, observe_start, server_env
+
+    launched = []
+    for phase, name, standin, plugin in group:
+        port = free_port()
+        command = serve_command(
+            layout.model, port, speculative=DSPARK if PHASES[phase][0] else None,
+            max_model_len=settings.max_model_len,
+            gpu_memory_utilization=settings.gpu_memory_utilization,
+            enforce_eager=settings.enforce_eager,
+            max_num_seqs=settings.evidence_max_num_seqs,
+            cudagraph_capture_sizes=settings.cudagraph_capture_sizes,
+            kv_cache_memory_bytes=kv_bytes,
+        )
+        env = server_env(standin, plugin, False, layout)
+        log_path = layout.logs / f"evidence-{phase}-{name}.log"
+        servers[(phase, name)] = Server(command, env, log_path, port).__enter__()
+        result["phases"][phase]["servers"][name] = {"log": str(log_path), "healthy": False}
+        launched.append((phase, name))
+    with ThreadPoolExecutor(max_workers=len(launched)) as pool:
+        starts = list(pool.map(lambda key: observe_start(servers[key], settings.start_timeout_s),
+                               launched))
+    for (phase, name), start in zip(launched, starts):
+        result["starts"].append({
+            "order": len(result["starts"]), "wave": wave, "started_together": len(launched),
+            "phase": phase, "server": name,
+            "launched_at_s": round(servers[(phase, name)].started_at - began, 1),
+            **start, "first_on_machine": wave == 0,
+        })
+        result["phases"][phase]["servers"][name]["healthy"] = start["healthy"]
+        if not start["healthy"]:
+            result["problems"].append(f"{phase}/{name}: {_not_healthy(start)}")
+    save(result)
+    return all(s["healthy"] for s in starts)
+
+
+def _collect_outputs(phase: str, out: dict, servers: dict, prompts, settings) -> None:
+    """Untimed: each server's outputs of the fixed prompts, compared, and a
+    short warm-up batch."""
+    base, other, control = (m[0] for m in PHASES[phase][1])
+    for name in (base, other, control):
+        out["servers"][name].update(_outputs(servers[(phase, name)], settings))
+        servers[(phase, name)].complete(prompts, 16)  # warm-up, not measured
+    out["tokens"] = {f"{n} vs {base}": compare_outputs(out["servers"][base], out["servers"][n])
+                     for n in (other, control)}
+
+
+def _run_rounds(phases: list[str], result: dict, servers: dict, prompts, settings,
+                began: float, save) -> None:
+    """``evidence_rounds`` rounds per phase, the phases taking turns (a
+    stop leaves them with as many rounds each); no round starts that would
+    end past ``evidence_seconds`` (estimated from that phase's last round),
+    leaving time to stop every server."""
+    last: dict = {}
+    for round_no in range(settings.evidence_rounds):
+        for phase in phases:
+            if settings.evidence_seconds is not None:
+                ends = time.monotonic() + 1.25 * last.get(phase, 0.0) + STOP_MARGIN_S
+                if ends > began + settings.evidence_seconds:
+                    result["rounds_stopped"] = (
+                        f"after {round_no} round(s) of {settings.evidence_rounds} per phase: "
+                        f"another would end past --evidence-seconds {settings.evidence_seconds:g}")
+                    return
+            t0 = time.monotonic()
+            _one_round(phase, result["phases"][phase], servers, prompts, settings, round_no)
+            last[phase] = time.monotonic() - t0
             save(result)
-            if not start["healthy"]:
-                result["problems"].append(f"{phase}/{name}: {_not_healthy(start)}")
-                return
-        for name in names:  # untimed: the outputs compared
-            out["servers"][name].update(_outputs(servers[name], settings))
-            servers[name].complete(prompts, 16)  # warm-up, not measured
-        out["tokens"] = {f"{n} vs {base}": compare_outputs(out["servers"][base],
-                                                           out["servers"][n])
-                         for n in (other, control)}
-        save(result)
-        for round_no in range(settings.evidence_rounds):
-            one: dict = {"round": round_no, "order": rotated(names, round_no)}
-            for name in one["order"]:
-                before = metrics.histogram(servers[name].metrics_text(), metrics.TPOT)
-                t0 = time.perf_counter()
-                reply = servers[name].complete(prompts, settings.evidence_max_tokens)
-                elapsed = time.perf_counter() - t0
-                after = metrics.histogram(servers[name].metrics_text(), metrics.TPOT)
-                tokens = reply["usage"]["completion_tokens"]
-                one[name] = {"tokens": tokens, "seconds": round(elapsed, 4),
-                             "tokens_per_s": round(tokens / elapsed, 1),
-                             "server_tokens_per_s_per_request": _round(_server_rate(before, after))}
-            out["rounds"].append(one)
-            _summarize_phase(out, base, other, control)
-            save(result)
-    except Exception as exc:  # reported, not raised: the next phase still runs
-        result["problems"].append(f"{phase}: {exc!r}")
-    finally:
-        for server in servers.values():
-            server.stop()
-        sides = {n: s for n, s in out["servers"].items()}
-        _read_kv(sides)
-        save(result)
+
+
+def _one_round(phase: str, out: dict, servers: dict, prompts, settings, round_no: int) -> None:
+    names = [m[0] for m in PHASES[phase][1]]
+    one: dict = {"round": round_no, "order": rotated(names, round_no)}
+    for name in one["order"]:
+        server = servers[(phase, name)]
+        before = metrics.histogram(server.metrics_text(), metrics.TPOT)
+        t0 = time.perf_counter()
+        reply = server.complete(prompts, settings.evidence_max_tokens)
+        elapsed = time.perf_counter() - t0
+        after = metrics.histogram(server.metrics_text(), metrics.TPOT)
+        tokens = reply["usage"]["completion_tokens"]
+        one[name] = {"tokens": tokens, "seconds": round(elapsed, 4),
+                     "tokens_per_s": round(tokens / elapsed, 1),
+                     "server_tokens_per_s_per_request": _round(_server_rate(before, after))}
+    out["rounds"].append(one)
+    _summarize_phase(out, *names)
+
+
+def _stop_all(servers) -> None:
+    """Every server at once (each waits for its own process group)."""
+    servers = list(servers)
+    if servers:
+        with ThreadPoolExecutor(max_workers=len(servers)) as pool:
+            list(pool.map(lambda s: s.stop(), servers))
 
 
 def _round(x: float | None) -> float | None:
@@ -246,16 +324,27 @@ def _summarize_phase(out: dict, base: str, other: str, control: str) -> None:
 
 
 def start_comparisons(starts: list[dict]) -> dict:
-    """Warm starts only (not the machine's first, not a phase's first),
-    other/control within each phase: like with like."""
+    """Within each phase, ratios of starts that ran under the same
+    conditions: started in the same wave (the machine's first start, which
+    compiles the kernels, is a wave of its own). Per phase: other/base and
+    control/base where the base is among them, else other/control. Starts
+    from before waves existed (one server at a time) each count as a wave
+    of their own."""
     out = {}
     for phase, (_, members) in PHASES.items():
-        warm = {s["server"]: s["start_s"] for s in starts
-                if s["phase"] == phase and not s["first_on_machine"] and not s["first_of_phase"]
-                and s.get("start_s")}
-        names = [m[0] for m in members]
-        if names[1] in warm and names[2] in warm:
-            out[phase] = {"servers": f"{names[1]}/{names[2]}",
-                          "ratio": round(warm[names[1]] / warm[names[2]], 4),
-                          names[1]: warm[names[1]], names[2]: warm[names[2]]}
+        base, other, control = (m[0] for m in members)
+        waves: dict = {}
+        for s in starts:
+            if s["phase"] == phase and s.get("start_s"):
+                waves.setdefault(s.get("wave", ("alone", s["order"])), {})[s["server"]] = s["start_s"]
+        for wave, got in sorted(waves.items(), key=lambda kv: str(kv[0])):
+            if other not in got or control not in got:
+                continue
+            if base in got:
+                ratios = {f"{other}/{base}": round(got[other] / got[base], 4),
+                          f"{control}/{base}": round(got[control] / got[base], 4)}
+            else:
+                ratios = {f"{other}/{control}": round(got[other] / got[control], 4)}
+            out[phase] = {"wave": wave, "start_s": got, "ratios": ratios}
+            break
     return out

@@ -82,11 +82,14 @@ class Settings:
     aa_rounds: int = 1
     throughput_batch: int = 8
     throughput_max_tokens: int = 256
-    # The evidence run (engine/evidence.py). DSpark first: its first server
-    # compiles the target's kernels and the drafter's, so the target phase
-    # starts warm.
+    # None: from the memory free while profiling (the evidence run sets its own).
+    kv_cache_memory_bytes: int | None = None
+    # The evidence run (engine/evidence.py). DSpark first: its first server,
+    # started alone, compiles the target's kernels and the drafter's.
     evidence_phases: tuple = ("dspark", "target")
     evidence_rounds: int = 8
+    # None: no time limit; else no round starts that would end after it.
+    evidence_seconds: float | None = None
     evidence_batch: int = 64
     evidence_max_tokens: int = 512
     evidence_max_num_seqs: int = 64
@@ -215,6 +218,7 @@ def case_command(layout: Layout, settings: Settings, port: int) -> list[str]:
         enforce_eager=settings.enforce_eager,
         distributed_executor_backend=settings.distributed_executor_backend,
         cudagraph_capture_sizes=settings.cudagraph_capture_sizes,
+        kv_cache_memory_bytes=settings.kv_cache_memory_bytes,
     )
 
 

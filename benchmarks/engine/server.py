@@ -36,7 +36,8 @@ def serve_command(model_dir: Path, port: int, *, speculative: dict | None,
                   tensor_parallel_size: int = 1, enforce_eager: bool = False,
                   distributed_executor_backend: str | None = None,
                   max_num_seqs: int = 16,
-                  cudagraph_capture_sizes: tuple[int, ...] | None = None) -> list[str]:
+                  cudagraph_capture_sizes: tuple[int, ...] | None = None,
+                  kv_cache_memory_bytes: int | None = None) -> list[str]:
     """``vllm serve``, spelled through the module so that a ``--target``
     install without the console script works the same."""
     command = [
@@ -55,6 +56,8 @@ def serve_command(model_dir: Path, port: int, *, speculative: dict | None,
         command += ["--tensor-parallel-size", str(tensor_parallel_size)]
     if cudagraph_capture_sizes:  # else vLLM's own list (many sizes at 64 sequences)
         command += ["--cudagraph-capture-sizes", *map(str, cudagraph_capture_sizes)]
+    if kv_cache_memory_bytes:  # else sized from the memory free while profiling
+        command += ["--kv-cache-memory-bytes", str(kv_cache_memory_bytes)]
     if distributed_executor_backend:  # else vLLM's choice (mp on one node)
         command += ["--distributed-executor-backend", distributed_executor_backend]
     if speculative is not None:
