@@ -27,6 +27,8 @@ print("(EngineCore pid=4242) INFO 12-01 00:00:00 [kv_cache_utils.py:1] GPU KV ca
 print("(EngineCore pid=4242) INFO 12-01 00:00:00 [kv_cache_utils.py:2] Maximum concurrency for 1,024 tokens per request: 0.98x", flush=True)
 lock = threading.Lock()
 tpot = {"sum": 0.0, "count": 0}
+posts = {"n": 0}
+jit_post = int(os.environ.get("FAKE_JIT_POST", "0")) if with_plugin else 0
 class H(BaseHTTPRequestHandler):
     def log_message(self, *a): pass
     def _send(self, out):
@@ -44,7 +46,14 @@ class H(BaseHTTPRequestHandler):
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         n, k = len(body["prompt"]), body["max_tokens"]
-        time.sleep(0.002 * k)
+        with lock:
+            posts["n"] += 1
+            print(f"fake POST max_tokens={k} prompts={n}", flush=True)
+            if posts["n"] == jit_post:
+                print("(EngineCore pid=4242) WARNING " + time.strftime("%m-%d %H:%M:%S")
+                      + " [jit_monitor.py:135] Triton kernel JIT compilation during inference:"
+                      " fake_kernel. This causes a latency spike", flush=True)
+        time.sleep(float(os.environ.get("FAKE_BATCH_S", 0)) if k == 8 else 0.002 * k)
         with lock:
             tpot["sum"] += n * 0.002
             tpot["count"] += n
@@ -131,9 +140,23 @@ def test_evidence_starts_one_server_then_the_rest_together_and_measures_one_at_a
     assert result["phases"]["dspark"]["tokens"]["standin-plugin vs released"]["identical"]
     assert {s["kv_cache_tokens"] for s in target["servers"].values()} == {1000}
     assert saved and saved[-1] is result
+    assert [s["vllm"] for s in result["starts"]] == [
+        "as installed", "stand-in", "as installed", "stand-in", "stand-in", "stand-in"]
     comparisons = evidence.start_comparisons(result["starts"])
     assert set(comparisons["target"]["ratios"]) == {"plugin/stock", "stock-b/stock"}
-    assert set(comparisons["dspark"]["ratios"]) == {"standin-plugin/released-b"}
+    # DSpark: the stand-in with the plugin and the released control run
+    # different vLLM code; no start of the wave compares like with like.
+    assert "dspark" not in comparisons
+    for r in target["rounds"]:
+        for name in ("stock", "plugin", "stock-b"):
+            assert r[name]["jit"] == [] and r[name]["began_unix"] <= r[name]["ended_unix"]
+    assert target["rounds_with_jit"] == 0
+    assert target["throughput_without_jit"]["plugin/stock"]["n"] == 3
+    # Each server: the token batch, one warm-up batch of the workload itself
+    # (its shapes' kernels compile before the rounds), then one per round.
+    log = Path(target["servers"]["plugin"]["log"]).read_text()
+    assert [line.split(" ", 2)[2] for line in log.splitlines() if line.startswith("fake POST")] == [
+        f"max_tokens=12 prompts={len(evidence.TOKEN_PROMPTS)}"] + ["max_tokens=8 prompts=4"] * 4
 
 
 def test_the_second_wave_starts_at_once(tmp_path, monkeypatch):
@@ -225,11 +248,17 @@ def test_start_comparisons_take_one_wave_and_never_the_cold_start():
               start(2, "dspark", "released-b", 310.0, 1),
               start(3, "target", "stock", 250.0, 1), start(4, "target", "plugin", 240.0, 1),
               start(5, "target", "stock-b", 260.0, 1)]
+    for s in starts:
+        s["vllm"] = "stand-in"
     out = evidence.start_comparisons(starts)
-    assert out["dspark"] == {"wave": 1, "start_s": {"standin-plugin": 300.0, "released-b": 310.0},
+    assert out["dspark"] == {"wave": 1, "vllm": "stand-in",
+                             "start_s": {"standin-plugin": 300.0, "released-b": 310.0},
                              "ratios": {"standin-plugin/released-b": round(300 / 310, 4)}}
     assert out["target"]["ratios"] == {"plugin/stock": round(240 / 250, 4),
                                        "stock-b/stock": round(260 / 250, 4)}
+    # The same wave on different vLLM code: not compared.
+    starts[2]["vllm"] = "as installed"
+    assert "dspark" not in evidence.start_comparisons(starts)
     # Starts one at a time (no wave): never two under the same conditions.
     for s in starts:
         del s["wave"]
@@ -237,6 +266,8 @@ def test_start_comparisons_take_one_wave_and_never_the_cold_start():
     # A server that did not start leaves its phase without a comparison.
     starts = [start(0, "target", "stock", 400.0, 0), start(1, "target", "plugin", None, 1),
               start(2, "target", "stock-b", 90.0, 1)]
+    for s in starts:
+        s["vllm"] = "stand-in"
     assert evidence.start_comparisons(starts) == {}
 
 
@@ -326,3 +357,94 @@ def test_the_stopped_h200_evidence_run_compares_no_start_it_should_not():
     assert [x["state"] for x in engine[0]["plugin"]] == ["patched"]
     assert engine[0]["rescued"] == ["model.layers.4.attn"]
     assert engine[0]["kv_cache_tokens"] == 1282068
+
+
+def test_a_batch_during_which_a_kernel_compiled_is_marked_and_left_out_of_the_clean_reading(
+        tmp_path, fake_servers, monkeypatch):
+    """The plugin's server logs a JIT compile during its fourth request (the
+    token batch, the warm-up, round 0, then round 1): round 1 is marked and
+    the readings without JIT rounds leave it out. Batches of 2.5 s: the
+    log's whole seconds cannot reach a neighbouring batch."""
+    monkeypatch.setenv("FAKE_JIT_POST", "4")
+    monkeypatch.setenv("FAKE_BATCH_S", "2.5")
+    layout = harness.Layout(tmp_path / "work")
+    result = evidence.run_evidence(layout, _settings(evidence_rounds=3,
+                                                     evidence_phases=("target",)))
+    assert result["problems"] == []
+    out = result["phases"]["target"]
+    marks = [{n: r[n]["jit"] for n in out["servers"]} for r in out["rounds"]]
+    assert marks == [{"stock": [], "plugin": [], "stock-b": []},
+                     {"stock": [], "plugin": ["fake_kernel"], "stock-b": []},
+                     {"stock": [], "plugin": [], "stock-b": []}], marks
+    assert out["rounds_with_jit"] == 1
+    for reading in ("throughput", "server_tpot"):
+        assert [out[reading][k]["n"] for k in ("plugin/stock", "stock-b/stock")] == [3, 3]
+        without = out[reading + "_without_jit"]
+        assert [without[k]["n"] for k in ("plugin/stock", "stock-b/stock")] == [2, 2]
+        assert without["per_round"]["plugin/stock"] == [
+            out[reading]["per_round"]["plugin/stock"][i] for i in (0, 2)]
+
+
+def test_jit_lines_are_read_with_their_times():
+    from engine import jit_log
+
+    text = "\n".join([
+        "(EngineCore pid=4201) WARNING 12-01 18:39:35 [jit_monitor.py:135] Triton kernel JIT "
+        "compilation during inference: _compute_slot_mapping_kernel. This causes a latency "
+        "spike; consider extending warmup to cover this shape/config.",
+        "(EngineCore pid=4201) 2026-12-01 18:44:32  [TileLang:tilelang.jit.kernel:INFO] "
+        "(kernel.py:133): TileLang begins to compile kernel `mhc_pre_big_fuse_with_norm_tilelang`"
+        " with `out_idx=None`",
+        "(EngineCore pid=4201) 2026-12-01 18:44:43  [TileLang:tilelang.jit.kernel:INFO] "
+        "(kernel.py:141): TileLang completes to compile kernel `mhc_pre_big_fuse_with_norm_"
+        "tilelang`",
+        "(EngineCore pid=4201) INFO 12-01 18:37:23 [jit_monitor.py:79] Kernel JIT monitor "
+        "activated; monitored JIT compilations during inference will use mode=warn.",
+    ])
+    found = jit_log.events(text, 2026)
+    import datetime
+    at = [datetime.datetime(2026, 12, 1, 18, 39, 35).timestamp(),
+          datetime.datetime(2026, 12, 1, 18, 44, 32).timestamp()]
+    assert found == [(at[0], "_compute_slot_mapping_kernel"),
+                     (at[1], "mhc_pre_big_fuse_with_norm_tilelang")]
+    assert jit_log.during(found, at[1] - 30, at[1] - 1.5) == []
+    assert jit_log.during(found, at[1] - 30, at[1] - 0.5) == ["mhc_pre_big_fuse_with_norm_tilelang"]
+    assert jit_log.during(found, at[1] + 0.5, at[1] + 20) == ["mhc_pre_big_fuse_with_norm_tilelang"]
+    assert jit_log.during(found, at[1] + 1.5, at[1] + 20) == []
+    assert jit_log.during(found, at[0] - 1, at[1] + 1) == [
+        "_compute_slot_mapping_kernel", "mhc_pre_big_fuse_with_norm_tilelang"]
+
+
+def test_the_h200_evidence_run_h_reads_as_the_readme_says():
+    """Run H (2026-12-01, one H200, vLLM 0.26.0): every server healthy, the
+    same 512 token ids in all four comparisons, start ratios only among the
+    three stand-in servers of the target phase (the DSpark pair it printed,
+    a stand-in against released code, is not like with like), 7 and 6
+    rounds, the fixed KV cache on every server."""
+    folder = REPO / "benchmarks" / "results" / "engine-e2e-2026-12-01"
+    run = json.loads((folder / "run-H.json").read_text(encoding="utf-8"))
+    ev = run["evidence"]
+    assert run["exit_code"] == 0 and ev["problems"] == []
+    assert [(s["server"], s["wave"], s["healthy"]) for s in ev["starts"]] == [
+        ("released", 0, True), ("standin-plugin", 1, True), ("released-b", 1, True),
+        ("stock", 1, True), ("plugin", 1, True), ("stock-b", 1, True)]
+    for phase, pairs in (("dspark", ("standin-plugin vs released", "released-b vs released")),
+                         ("target", ("plugin vs stock", "stock-b vs stock"))):
+        for pair in pairs:
+            tokens = ev["phases"][phase]["tokens"][pair]
+            assert tokens["unit"] == "token ids" and tokens["tokens"] == 512
+            assert tokens["identical"] is True
+    for s in ev["starts"]:  # the report predates the field: the harness's layout
+        s["vllm"] = "as installed" if s["server"].startswith("released") else "stand-in"
+    out = evidence.start_comparisons(ev["starts"])
+    assert out == {"target": {"wave": 1, "vllm": "stand-in",
+                              "start_s": {"stock": 230.2, "plugin": 231.2, "stock-b": 230.2},
+                              "ratios": {"plugin/stock": 1.0043, "stock-b/stock": 1.0}}}
+    assert [len(ev["phases"][p]["rounds"]) for p in ("dspark", "target")] == [7, 6]
+    kv = {p: {s["kv_cache_tokens"] for s in ev["phases"][p]["servers"].values()}
+          for p in ("dspark", "target")}
+    assert kv == {"dspark": {131581}, "target": {139829}}
+    log = folder / "run-H-evidence-dspark-standin-plugin.log"
+    engine = harness.model_processes(harness.read_log(log))
+    assert [x["state"] for x in engine[0]["plugin"]] == ["patched"]
+    assert engine[0]["rescued"] == ["model.layers.4.attn"]

@@ -28,11 +28,13 @@ client's clock and from the servers' own time-per-output-token histograms.
 
 from __future__ import annotations
 
+import datetime
 import math
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
-from engine import metrics
+from engine import jit_log, metrics
 from engine.server import Server, free_port, serve_command
 
 PHASES = {
@@ -201,6 +203,7 @@ def run_evidence(layout, settings, save=lambda r: None) -> dict:
         _stop_all(servers.values())
         for phase, out in result["phases"].items():
             _read_kv(out["servers"])
+            mark_jit(phase, out)
         save(result)
     return result
 
@@ -217,8 +220,9 @@ def _start_wave(group, wave: int, kv_bytes: int, layout, settings, result: dict,
     every one became healthy."""
     from engine.harness import DSPARK, _not_healthy, observe_start, server_env
 
-    launched = []
+    launched, standins = [], {}
     for phase, name, standin, plugin in group:
+        standins[(phase, name)] = standin
         port = free_port()
         command = serve_command(
             layout.model, port, speculative=DSPARK if PHASES[phase][0] else None,
@@ -238,9 +242,10 @@ def _start_wave(group, wave: int, kv_bytes: int, layout, settings, result: dict,
         starts = list(pool.map(lambda key: observe_start(servers[key], settings.start_timeout_s),
                                launched))
     for (phase, name), start in zip(launched, starts):
+        standin = standins[(phase, name)]
         result["starts"].append({
             "order": len(result["starts"]), "wave": wave, "started_together": len(launched),
-            "phase": phase, "server": name,
+            "phase": phase, "server": name, "vllm": "stand-in" if standin else "as installed",
             "launched_at_s": round(servers[(phase, name)].started_at - began, 1),
             **start, "first_on_machine": wave == 0,
         })
@@ -252,12 +257,13 @@ def _start_wave(group, wave: int, kv_bytes: int, layout, settings, result: dict,
 
 
 def _collect_outputs(phase: str, out: dict, servers: dict, prompts, settings) -> None:
-    """Untimed: each server's outputs of the fixed prompts, compared, and a
-    short warm-up batch."""
+    """Untimed: each server's outputs of the fixed prompts, compared, and one
+    warm-up batch of the workload itself (its shapes' kernels compiled
+    before the rounds, where they can be)."""
     base, other, control = (m[0] for m in PHASES[phase][1])
     for name in (base, other, control):
         out["servers"][name].update(_outputs(servers[(phase, name)], settings))
-        servers[(phase, name)].complete(prompts, 16)  # warm-up, not measured
+        servers[(phase, name)].complete(prompts, settings.evidence_max_tokens)
     out["tokens"] = {f"{n} vs {base}": compare_outputs(out["servers"][base], out["servers"][n])
                      for n in (other, control)}
 
@@ -290,16 +296,42 @@ def _one_round(phase: str, out: dict, servers: dict, prompts, settings, round_no
     for name in one["order"]:
         server = servers[(phase, name)]
         before = metrics.histogram(server.metrics_text(), metrics.TPOT)
+        began = time.time()
         t0 = time.perf_counter()
         reply = server.complete(prompts, settings.evidence_max_tokens)
         elapsed = time.perf_counter() - t0
+        ended = time.time()
         after = metrics.histogram(server.metrics_text(), metrics.TPOT)
         tokens = reply["usage"]["completion_tokens"]
         one[name] = {"tokens": tokens, "seconds": round(elapsed, 4),
                      "tokens_per_s": round(tokens / elapsed, 1),
-                     "server_tokens_per_s_per_request": _round(_server_rate(before, after))}
+                     "server_tokens_per_s_per_request": _round(_server_rate(before, after)),
+                     "began_unix": round(began, 3), "ended_unix": round(ended, 3)}
     out["rounds"].append(one)
     _summarize_phase(out, *names)
+
+
+def mark_jit(phase: str, out: dict) -> None:
+    """Each timed batch's ``jit``: the kernels its server's log says were
+    compiled or first loaded while it ran; then the phase's summaries again,
+    with and without the rounds that had any."""
+    names = [m[0] for m in PHASES[phase][1]]
+    found = {}
+    for name, side in out["servers"].items():
+        try:
+            text = Path(side["log"]).read_text(encoding="utf-8", errors="replace")
+        except (KeyError, OSError):
+            continue
+        year = datetime.date.today().year
+        found[name] = jit_log.events(text, year)
+    for one in out["rounds"]:
+        for name in names:
+            batch = one.get(name)
+            if batch and "began_unix" in batch and name in found:
+                batch["jit"] = jit_log.during(found[name], batch["began_unix"],
+                                              batch["ended_unix"])
+    if out["rounds"]:
+        _summarize_phase(out, *names)
 
 
 def _stop_all(servers) -> None:
@@ -315,29 +347,37 @@ def _round(x: float | None) -> float | None:
 
 
 def _summarize_phase(out: dict, base: str, other: str, control: str) -> None:
-    rounds = out["rounds"]
-    out["throughput"] = phase_ratios(rounds, base, other, control, "tokens_per_s")
-    out["throughput"]["reading"] = relative_to_aa(out["throughput"], other, control, base)
-    out["server_tpot"] = phase_ratios(rounds, base, other, control,
-                                      "server_tokens_per_s_per_request")
-    out["server_tpot"]["reading"] = relative_to_aa(out["server_tpot"], other, control, base)
+    """Both cost readings over every round, and over the rounds in which no
+    server's log showed a kernel compiled or first loaded during its batch."""
+    clean = [r for r in out["rounds"]
+             if not any(r.get(n, {}).get("jit") for n in (base, other, control))]
+    out["rounds_with_jit"] = len(out["rounds"]) - len(clean)
+    for suffix, rounds in (("", out["rounds"]), ("_without_jit", clean)):
+        for name, key in (("throughput", "tokens_per_s"),
+                          ("server_tpot", "server_tokens_per_s_per_request")):
+            ratios = phase_ratios(rounds, base, other, control, key)
+            ratios["reading"] = relative_to_aa(ratios, other, control, base)
+            out[name + suffix] = ratios
 
 
 def start_comparisons(starts: list[dict]) -> dict:
     """Within each phase, ratios of starts that ran under the same
     conditions: started in the same wave (the machine's first start, which
-    compiles the kernels, is a wave of its own). Per phase: other/base and
-    control/base where the base is among them, else other/control. Starts
-    from before waves existed (one server at a time) each count as a wave
-    of their own."""
+    compiles the kernels, is a wave of its own) and on the same vLLM code
+    (the stand-in is another copy of vLLM, whose model code vLLM inspects and
+    caches anew: its first start is slower for that alone). Per phase:
+    other/base and control/base where the base is among them, else
+    other/control. Starts from before waves existed (one server at a time)
+    each count as a wave of their own."""
     out = {}
     for phase, (_, members) in PHASES.items():
         base, other, control = (m[0] for m in members)
-        waves: dict = {}
+        groups: dict = {}
         for s in starts:
             if s["phase"] == phase and s.get("start_s"):
-                waves.setdefault(s.get("wave", ("alone", s["order"])), {})[s["server"]] = s["start_s"]
-        for wave, got in sorted(waves.items(), key=lambda kv: str(kv[0])):
+                key = (str(s.get("wave", ("alone", s["order"]))), s.get("vllm"))
+                groups.setdefault(key, {})[s["server"]] = s["start_s"]
+        for (wave, code), got in sorted(groups.items(), key=lambda kv: str(kv[0])):
             if other not in got or control not in got:
                 continue
             if base in got:
@@ -345,6 +385,7 @@ def start_comparisons(starts: list[dict]) -> dict:
                           f"{control}/{base}": round(got[control] / got[base], 4)}
             else:
                 ratios = {f"{other}/{control}": round(got[other] / got[control], 4)}
-            out[phase] = {"wave": wave, "start_s": got, "ratios": ratios}
+            out[phase] = {"wave": int(wave) if wave.isdigit() else wave, "vllm": code,
+                          "start_s": got, "ratios": ratios}
             break
     return out
