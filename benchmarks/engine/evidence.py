@@ -316,13 +316,17 @@ def mark_jit(phase: str, out: dict) -> None:
     compiled or first loaded while it ran; then the phase's summaries again,
     with and without the rounds that had any."""
     names = [m[0] for m in PHASES[phase][1]]
+    times = [b["began_unix"] for r in out["rounds"] for b in r.values()
+             if isinstance(b, dict) and "began_unix" in b]
+    if not times:
+        return
+    year = datetime.datetime.fromtimestamp(times[0]).year  # the JIT monitor's lines have none
     found = {}
     for name, side in out["servers"].items():
         try:
             text = Path(side["log"]).read_text(encoding="utf-8", errors="replace")
         except (KeyError, OSError):
             continue
-        year = datetime.date.today().year
         found[name] = jit_log.events(text, year)
     for one in out["rounds"]:
         for name in names:
@@ -330,8 +334,7 @@ def mark_jit(phase: str, out: dict) -> None:
             if batch and "began_unix" in batch and name in found:
                 batch["jit"] = jit_log.during(found[name], batch["began_unix"],
                                               batch["ended_unix"])
-    if out["rounds"]:
-        _summarize_phase(out, *names)
+    _summarize_phase(out, *names)
 
 
 def _stop_all(servers) -> None:
