@@ -68,6 +68,14 @@ EXPECTED = {
     "engine-e2e-2026-12-01/run-G-evidence-dspark-released.log": 2,
     "engine-e2e-2026-12-01/run-G-evidence-dspark-standin-plugin.log": 0,
     "engine-e2e-2026-12-01/run-G-evidence-dspark-released-b.log": 2,
+    # Run H: no plugin line in the stock and released servers (not shown
+    # protected), the plugin patched in the two with it.
+    "engine-e2e-2026-12-01/run-H-evidence-dspark-released.log": 2,
+    "engine-e2e-2026-12-01/run-H-evidence-dspark-standin-plugin.log": 0,
+    "engine-e2e-2026-12-01/run-H-evidence-dspark-released-b.log": 2,
+    "engine-e2e-2026-12-01/run-H-evidence-target-stock.log": 2,
+    "engine-e2e-2026-12-01/run-H-evidence-target-plugin.log": 0,
+    "engine-e2e-2026-12-01/run-H-evidence-target-stock-b.log": 2,
 }
 
 
