@@ -98,8 +98,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="time limit of --evidence from its first start: no round begins "
                         "that would end after it (default: none; every round runs)")
     parser.add_argument("--kv-cache-memory-bytes", type=int, default=None,
-                        help="a fixed KV cache per server (default: vLLM sizes it from free "
-                        f"memory; --evidence's servers get {EVIDENCE_KV_CACHE_BYTES} B)")
+                        help="a fixed KV cache for every case's and evidence server (default: "
+                        "vLLM sizes it from free memory; --evidence's servers get "
+                        f"{EVIDENCE_KV_CACHE_BYTES} B)")
     parser.add_argument("--evidence-rounds", type=int, default=harness.Settings.evidence_rounds,
                         help="rounds per phase of --evidence (default %(default)s)")
     parser.add_argument("--evidence-phases", default=",".join(harness.Settings.evidence_phases),

@@ -448,3 +448,10 @@ def test_the_h200_evidence_run_h_reads_as_the_readme_says():
     engine = harness.model_processes(harness.read_log(log))
     assert [x["state"] for x in engine[0]["plugin"]] == ["patched"]
     assert engine[0]["rescued"] == ["model.layers.4.attn"]
+
+
+def test_a_fixed_kv_cache_reaches_the_case_servers_command(tmp_path):
+    layout = harness.Layout(tmp_path / "work")
+    fixed = harness.case_command(layout, harness.Settings(kv_cache_memory_bytes=123), port=1)
+    assert fixed[fixed.index("--kv-cache-memory-bytes") + 1] == "123"
+    assert "--kv-cache-memory-bytes" not in harness.case_command(layout, harness.Settings(), 1)
