@@ -200,18 +200,14 @@ def run_evidence(layout, settings, save=lambda r: None) -> dict:
     except Exception as exc:  # reported, not raised
         result["problems"].append(f"evidence: {exc!r}")
     finally:
+        from engine.harness import _read_kv
+
         _stop_all(servers.values())
         for phase, out in result["phases"].items():
             _read_kv(out["servers"])
             mark_jit(phase, out)
         save(result)
     return result
-
-
-def _read_kv(sides: dict) -> None:
-    from engine.harness import _read_kv as read
-
-    read({n: s for n, s in sides.items() if s.get("log")})
 
 
 def _start_wave(group, wave: int, kv_bytes: int, layout, settings, result: dict,
