@@ -53,8 +53,8 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     "classifier-says-affected-for-everything": (
         "fixed and not-affected code read as affected",
         [
-            ("warmup_shape.py", "            Verdict.FIXED, f\"SWA-only", "            Verdict.AFFECTED, f\"SWA-only"),
-            ("warmup_shape.py", "    return Classification(Verdict.NOT_AFFECTED, f\"the warmup", "    return Classification(Verdict.AFFECTED, f\"the warmup"),
+            ("warmup_shape/classify.py", "            Verdict.FIXED, f\"SWA-only", "            Verdict.AFFECTED, f\"SWA-only"),
+            ("warmup_shape/classify.py", "    return Classification(Verdict.NOT_AFFECTED, f\"the warmup", "    return Classification(Verdict.AFFECTED, f\"the warmup"),
         ],
     ),
     "fixed-and-not-affected-patched-too": (
@@ -126,7 +126,7 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     ),
     "classifier-accepts-any-buffer-use": (
         "a buffer-derived value handed to outside code read as safe (fails open)",
-        [("warmup_shape.py", "        if v.derived:\n            self.doubt(node, f\"hands a value derived", "        if False:\n            self.doubt(node, f\"hands a value derived")],
+        [("warmup_shape/statements.py", "        if v.derived:\n            self.doubt(node, f\"hands a value derived", "        if False:\n            self.doubt(node, f\"hands a value derived")],
     ),
     # --- the five that survived 0.3.0's suite (issue "fail closed by construction")
     "switch-case-sensitive": (
@@ -139,11 +139,11 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     ),
     "ifexp-one-arm": (
         "an undecided conditional expression walks only its first arm",
-        [("warmup_shape.py", "        for arm in (e.body, e.orelse):\n", "        for arm in (e.body,):\n")],
+        [("warmup_shape/expressions.py", "        for arm in (e.body, e.orelse):\n", "        for arm in (e.body,):\n")],
     ),
     "merge-keeps-first-arm": (
         "the merge of two arms keeps the first arm's facts",
-        [("warmup_shape.py", "        for v in values[1:]:\n            value = _join(value, v)\n        env[name] = value\n", "        env[name] = value\n")],
+        [("warmup_shape/state.py", "        for v in values[1:]:\n            value = _join(value, v)\n        env[name] = value\n", "        env[name] = value\n")],
     ),
     "edit-accepted-when-unknown": (
         "the edit is accepted when the edited method reads unknown",
@@ -152,75 +152,75 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     # --- one per rule of warmup_shape's docstring
     "R1-buffer-not-derived": (
         "the buffer itself is not marked derived",
-        [("warmup_shape.py", "            return _const(None, derived=True)\n", "            return _const(None)\n")],
+        [("warmup_shape/expressions.py", "            return _const(None, derived=True)\n", "            return _const(None)\n")],
     ),
     "R1-aliases-ignored": (
         "an attribute the module stores the buffer in is read as unrelated",
-        [("warmup_shape.py", "                            self.aliases.add(t.attr)\n", "                            pass\n")],
+        [("warmup_shape/module.py", "                            self.aliases.add(t.attr)\n", "                            pass\n")],
     ),
     "R1-one-ratio": (
         "only compress_ratio 1 is walked (0 forgotten)",
-        [("warmup_shape.py", "SWA_RATIOS = (0, 1)\n", "SWA_RATIOS = (1,)\n")],
+        [("warmup_shape/verdict.py", "SWA_RATIOS = (0, 1)\n", "SWA_RATIOS = (1,)\n")],
     ),
     "R2-if-one-arm": (
         "an undecided if walks only its body",
-        [("warmup_shape.py", "        ends = [self.block(arm, st.copy(MAYBE), scope) for arm in arms]\n", "        ends = [self.block(arm, st.copy(MAYBE), scope) for arm in arms[:1]]\n")],
+        [("warmup_shape/statements.py", "        ends = [self.block(arm, st.copy(MAYBE), scope) for arm in arms]\n", "        ends = [self.block(arm, st.copy(MAYBE), scope) for arm in arms[:1]]\n")],
     ),
     "R3-raise-passes": (
         "a reached raise is taken to end the run cleanly",
-        [("warmup_shape.py", '            self.crash(s, st, exc or "?", "raises")\n', "            pass\n")],
+        [("warmup_shape/statements.py", '            self.crash(s, st, exc or "?", "raises")\n', "            pass\n")],
     ),
     "R3-failing-assert-passes": (
         "an assertion known false is taken to pass",
-        [("warmup_shape.py", '            self.crash(node, st, "AssertionError", "fails an assertion")\n', "            pass\n")],
+        [("warmup_shape/statements.py", '            self.crash(node, st, "AssertionError", "fails an assertion")\n', "            pass\n")],
     ),
     "R3-maybe-crash-ignored": (
         "a crash reached only maybe is dropped",
-        [("warmup_shape.py", '        self.doubt(node, f"may fail: {what}")\n', "        raise _Unreachable\n")],
+        [("warmup_shape/statements.py", '        self.doubt(node, f"may fail: {what}")\n', "        raise _Unreachable\n")],
     ),
     "R3-any-handler-catches": (
         "a handler that names another exception class is taken to catch the crash",
-        [("warmup_shape.py", "            if names is None or any(_is_a(exc, n) for n in names):\n", "            if True:\n")],
+        [("warmup_shape/statements.py", "            if names is None or any(_is_a(exc, n) for n in names):\n", "            if True:\n")],
     ),
     "R3-unbound-read-passes": (
         "reading a local before it is bound is taken to pass",
-        [("warmup_shape.py", '                self.crash(e, st, "UnboundLocalError", f"reads {e.id} before it is bound")\n', "                pass\n")],
+        [("warmup_shape/expressions.py", '                self.crash(e, st, "UnboundLocalError", f"reads {e.id} before it is bound")\n', "                pass\n")],
     ),
     "R4-layer-handed-out": (
         "the layer handed to outside code read as safe",
-        [("warmup_shape.py", "        if v.kind in (LAYER, CLS, FUNC, FWD_CONTEXT):\n", "        if False:\n")],
+        [("warmup_shape/statements.py", "        if v.kind in (LAYER, CLS, FUNC, FWD_CONTEXT):\n", "        if False:\n")],
     ),
     "R4-undefined-method": (
         "a method the class does not define read as safe",
-        [("warmup_shape.py", '            self.doubt(e, f"calls {e.func.attr}, which {CLASS_NAME} does not define")\n', "            pass\n")],
+        [("warmup_shape/expressions.py", '            self.doubt(e, f"calls {e.func.attr}, which {CLASS_NAME} does not define")\n', "            pass\n")],
     ),
     "R4-super": (
         "super() read as safe",
-        [("warmup_shape.py", '            self.doubt(e, "calls into a base class (super())")\n', "            pass\n")],
+        [("warmup_shape/expressions.py", '            self.doubt(e, "calls into a base class (super())")\n', "            pass\n")],
     ),
     "R4-undecided-derived-test": (
         "an undecided test on a derived value walked as if it were not derived",
-        [("warmup_shape.py", "        if value is None and test.derived:\n            self.doubt(node, f\"tests an undecided", "        if False:\n            self.doubt(node, f\"tests an undecided")],
+        [("warmup_shape/statements.py", "        if value is None and test.derived:\n            self.doubt(node, f\"tests an undecided", "        if False:\n            self.doubt(node, f\"tests an undecided")],
     ),
     "R4-unmodelled-statement": (
         "a statement kind the walk does not model is skipped",
-        [("warmup_shape.py", '        self.doubt(s, f"reaches a statement the walk does not model ({type(s).__name__})")\n        return None\n', "        return st\n")],
+        [("warmup_shape/statements.py", '        self.doubt(s, f"reaches a statement the walk does not model ({type(s).__name__})")\n        return None\n', "        return st\n")],
     ),
     "R5-decorated-method": (
         "a decorated forward_mqa is walked as if it were not",
-        [("warmup_shape.py", "    if not isinstance(method, ast.FunctionDef) or method.decorator_list:\n", "    if not isinstance(method, ast.FunctionDef):\n")],
+        [("warmup_shape/classify.py", "    if not isinstance(method, ast.FunctionDef) or method.decorator_list:\n", "    if not isinstance(method, ast.FunctionDef):\n")],
     ),
     "R5-rebinding-ignored": (
         "a module that changes the class after defining it is trusted",
-        [("warmup_shape.py", "                type(node.ctx) is not ast.Load\n                and type(node.value) is ast.Name\n", "                False\n                and type(node.value) is ast.Name\n")],
+        [("warmup_shape/module.py", "                type(node.ctx) is not ast.Load\n                and type(node.value) is ast.Name\n", "                False\n                and type(node.value) is ast.Name\n")],
     ),
     "R5-class-twice": (
         "a class defined twice is trusted",
-        [("warmup_shape.py", "            if definitions > 1:\n", "            if definitions > 2:\n")],
+        [("warmup_shape/module.py", "            if definitions > 1:\n", "            if definitions > 2:\n")],
     ),
     "R6-fixed-is-not-affected": (
         "fixed code read as not-affected",
-        [("warmup_shape.py", "    if mentions:\n        return Classification(\n            Verdict.FIXED", "    if not mentions:\n        return Classification(\n            Verdict.FIXED")],
+        [("warmup_shape/classify.py", "    if mentions:\n        return Classification(\n            Verdict.FIXED", "    if not mentions:\n        return Classification(\n            Verdict.FIXED")],
     ),
     # --- status = runtime
     "rebuild-without-imports": (

@@ -1,0 +1,94 @@
+"""Classify ``DeepseekV4FlashMLAAttention.forward_mqa`` for the #50615 run.
+
+A pure function over source text: it never imports vLLM, so the plugin runs
+it on the loaded module and ``status`` on a file on disk.
+
+The rules, all of them
+----------------------
+R1 *The run.* ``forward_mqa`` is interpreted from its first statement as the
+   warmup dummy run of vLLM #50615: ``get_forward_context().attn_metadata``
+   is None, ``self.compress_ratio`` is 0 (one walk) or 1 (a second walk), and
+   ``self.topk_indices_buffer`` is None. Values are known constants, the
+   layer, its class, functions of this module (the class's methods and
+   properties, module functions, nested defs, lambdas, all followed when
+   called), or *opaque* (anything else: imports, other attributes, results
+   of outside code). Every value carries a mark, *derived*: the buffer is
+   derived, so is whatever is computed from a derived value, whatever code
+   chosen by a decided test on a derived value stores or returns (and the
+   rest of the function, when the arm not taken could have left it), and
+   any attribute that this module ever stores a buffer-naming value into.
+R2 *Tests.* An ``if``, ``while``, ``assert``, conditional expression,
+   ``and``/``or``, ``match`` case or comprehension filter whose value is
+   known takes its one arm. Otherwise it takes every arm, and what is under
+   it is reached only *maybe*.
+R3 *Crashes.* A reached ``raise``; an ``assert`` whose test is false; an
+   attribute, subscript, call or arithmetic on None (or any known value
+   that raises); a local read before it is bound. Reached on every path and
+   certain: the verdict is ``affected``. Reached maybe: ``unknown``. An
+   enclosing ``try`` whose handler names the exception's class (or a base of
+   it, or catches all) takes the crash instead.
+R4 *Cannot see.* ``unknown`` when the run reaches: an undecided test on a
+   derived value; a derived value, the layer or its class handed to code
+   outside this module (a call, an operator or a format on an opaque
+   value; this module's functions handed out are walked as if called
+   there); outside code called on a path a derived test chose; a method
+   the class does not define, ``super()``, a decorated function, a class
+   attribute that is not a plain constant, a store into the buffer or the
+   ratio; a statement or expression kind not listed here (``await``,
+   ``global``, ``async``, nested classes, ...); a call deeper than
+   ``MAX_CALL_DEPTH`` or recursive; a loop whose state does not settle.
+R5 *The class as loaded.* ``unknown`` when ``forward_mqa`` is decorated,
+   async or bound twice in the class; when the class is decorated, has a
+   metaclass, is defined twice or its name is bound again; when the module
+   stores into or deletes from the class after defining it.
+R6 *Verdict.* ``affected`` if R3 is certain on either walk; else
+   ``unknown`` if R3-maybe or R4 happened; else ``fixed`` if the warmup
+   branch (``if attn_metadata is None:``; all of ``forward_mqa`` if it has
+   none) or a function the run called names the buffer; else
+   ``not-affected``. ``absent``: no such class.
+
+Assumed, not proven: code outside the module that is handed none of the
+above does not raise for lack of the buffer (it may raise for other reasons:
+``affected`` can then be wrong, never ``fixed``); attributes of the layer
+other than the buffer and the R1 aliases are not derived from it. A context
+manager other than ``torch.no_grad``-like ones may swallow an exception, so
+the code after its ``with`` is walked as maybe reached.
+
+Checked by execution: ``tests/test_generated_variants.py`` and ``make
+fuzz`` run thousands of generated variants of the real warmup branch on
+synthetic layers against these verdicts.
+"""
+
+from __future__ import annotations
+
+
+from dspark_attn_plugin.warmup_shape.classify import classify_method, classify_source
+from dspark_attn_plugin.warmup_shape.syntax import (
+    buffer_none_test,
+    class_methods,
+    find_class,
+    find_warmup_branch,
+    is_buffer,
+    names_buffer,
+)
+from dspark_attn_plugin.warmup_shape.verdict import (
+    BUFFER_ATTR,
+    RATIO_ATTR,
+    Classification,
+    Verdict,
+)
+
+__all__ = [
+    "BUFFER_ATTR",
+    "RATIO_ATTR",
+    "Classification",
+    "Verdict",
+    "buffer_none_test",
+    "class_methods",
+    "classify_method",
+    "classify_source",
+    "find_class",
+    "find_warmup_branch",
+    "is_buffer",
+    "names_buffer",
+]

@@ -1,0 +1,539 @@
+"""The walk of expressions: names, attributes, operators, calls, builtins."""
+
+from __future__ import annotations
+
+from dspark_attn_plugin.target import (
+    CLASS_NAME,
+)
+from dspark_attn_plugin.warmup_shape.state import (
+    MAYBE,
+    _Scope,
+    _State,
+    _Unreachable,
+)
+from dspark_attn_plugin.warmup_shape.syntax import (
+    _decorator_name,
+)
+from dspark_attn_plugin.warmup_shape.values import (
+    CLS,
+    CONST,
+    FUNC,
+    FWD_CONTEXT,
+    LAYER,
+    MAYBE_UNBOUND,
+    OPAQUE,
+    UNBOUND,
+    _BINOPS,
+    _CLASS,
+    _CMPOPS,
+    _CONST_TYPES,
+    _DERIVED,
+    _LAYER,
+    _NONE,
+    _OPAQUE,
+    _PURE_BUILTINS,
+    _UNARY,
+    _UNBOUND,
+    _Val,
+    _const,
+    _join,
+    _truth,
+)
+from dspark_attn_plugin.warmup_shape.verdict import (
+    BUFFER_ATTR,
+    RATIO_ATTR,
+)
+
+import ast
+
+
+class ExpressionWalk:
+    # -- expressions ----------------------------------------------------------
+    def expr(self, e: ast.expr, st: _State, scope: _Scope) -> _Val:
+        method = getattr(self, "_" + type(e).__name__, None)
+        if method is None:
+            self.doubt(e, f"reaches an expression the walk does not model ({type(e).__name__})")
+        return method(e, st, scope)
+
+    def _Constant(self, e, st, scope):
+        return _const(e.value) if isinstance(e.value, _CONST_TYPES) else _OPAQUE
+
+    def _Name(self, e, st, scope):
+        if e.id in scope.locals:
+            value = st.env.get(e.id, _UNBOUND)
+            if value.kind == UNBOUND:
+                self.crash(e, st, "UnboundLocalError", f"reads {e.id} before it is bound")
+            if value.kind == MAYBE_UNBOUND:
+                self.doubt(e, f"may read {e.id} before it is bound")
+            return value
+        s = scope
+        while s.closure is not None:
+            if e.id in s.outer.locals:
+                value = s.closure.get(e.id, _UNBOUND)
+                if value.kind in (UNBOUND, MAYBE_UNBOUND):
+                    self.doubt(e, f"may read {e.id} before it is bound")
+                return value
+            s = s.outer
+        if e.id == CLASS_NAME:
+            return _CLASS
+        if e.id in self.module.functions:
+            return _Val(FUNC, ("module", self.module.functions[e.id], None, None, None))
+        if e.id in self.module.forward_context_names:
+            return _Val(FUNC, ("forward-context", None, None, None, None))
+        if e.id in self.module.module_names:
+            return _OPAQUE
+        if e.id in _PURE_BUILTINS or e.id in ("getattr", "hasattr", "isinstance", "type", "super"):
+            return _Val(FUNC, ("builtin", e.id, None, None, None))
+        return _OPAQUE
+
+    def _Attribute(self, e, st, scope):
+        base = self.expr(e.value, st, scope)
+        return self.attribute(e, base, e.attr, st)
+
+    def attribute(self, e, base: _Val, attr: str, st) -> _Val:
+        if base.kind == LAYER:
+            return self.layer_attribute(e, attr, st)
+        if base.kind == CLS:
+            function = self.module.methods.get(attr)
+            if function is not None:
+                kind = self._method_kind(e, function)
+                if kind == "classmethod":
+                    return _Val(FUNC, ("bound", function, _CLASS, None, None))
+                return _Val(FUNC, ("plain", function, None, None, None))
+            if attr in self.module.class_attrs:
+                return self.class_attribute(e, attr)
+            return _OPAQUE
+        if base.kind == FWD_CONTEXT:
+            return _NONE if attr == "attn_metadata" else _OPAQUE
+        if base.kind == CONST:
+            if base.data is None:
+                self.crash(e, st, "AttributeError", f"reads .{attr} of None")
+            try:
+                value = getattr(base.data, attr)
+            except AttributeError:
+                self.crash(e, st, "AttributeError", f"reads .{attr} of a constant")
+            if isinstance(value, _CONST_TYPES):
+                return _const(value, base.derived)
+            return _Val(OPAQUE, derived=base.derived)
+        if base.kind == OPAQUE:
+            return base
+        if base.kind == FUNC:
+            self.doubt(e, "reads an attribute of a function")
+        self.doubt(e, "reads an attribute of a value that may be unbound")
+
+    def _method_kind(self, e, function) -> str:
+        names = {_decorator_name(d) for d in function.decorator_list}
+        if not function.decorator_list:
+            return "plain"
+        if len(function.decorator_list) == 1 and names <= {"staticmethod", "classmethod",
+                                                           "property", "cached_property"}:
+            return names.pop()
+        self.doubt(e, f"reaches {function.name}, decorated with code the walk cannot see")
+
+    def layer_attribute(self, e, attr: str, st) -> _Val:
+        if "self." + attr in st.env:
+            return st.env["self." + attr]
+        if attr == BUFFER_ATTR:
+            return _const(None, derived=True)
+        if attr == RATIO_ATTR:
+            return _const(self.ratio)
+        function = self.module.methods.get(attr)
+        if function is not None:
+            kind = self._method_kind(e, function)
+            if isinstance(function, ast.AsyncFunctionDef):
+                self.doubt(e, f"reaches {attr}, an async method")
+            if kind in ("property", "cached_property"):
+                result = self.call_function(function, [_LAYER], {}, e, None, st=st)
+                if result is None:
+                    raise _Unreachable  # the getter never returns
+                return result
+            if kind == "staticmethod":
+                return _Val(FUNC, ("plain", function, None, None, None))
+            if kind == "classmethod":
+                return _Val(FUNC, ("bound", function, _CLASS, None, None))
+            return _Val(FUNC, ("bound", function, _LAYER, None, None))
+        if attr in self.module.class_attrs:
+            return self.class_attribute(e, attr)
+        if attr in self.module.aliases or "*" in self.module.aliases:
+            return _DERIVED
+        if attr.startswith("__") and attr.endswith("__"):
+            self.doubt(e, f"reads the layer's {attr}")
+        return _OPAQUE
+
+    def class_attribute(self, e, attr: str) -> _Val:
+        stmt = self.module.class_attrs[attr]
+        value = getattr(stmt, "value", None)
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and isinstance(value, ast.Constant):
+            return _const(value.value) if isinstance(value.value, _CONST_TYPES) else _OPAQUE
+        self.doubt(e, f"reads {attr}, a class attribute the walk cannot see into")
+
+    def _Subscript(self, e, st, scope):
+        base = self.expr(e.value, st, scope)
+        index = self.expr(e.slice, st, scope)
+        if base.kind == CONST:
+            if base.data is None:
+                self.crash(e, st, "TypeError", "subscripts None")
+            if index.kind == CONST:
+                try:
+                    return _const(base.data[index.data], base.derived or index.derived)
+                except Exception as exc:
+                    self.crash(e, st, type(exc).__name__, "subscripts a constant out of range")
+        if base.kind in (LAYER, CLS, FUNC):
+            self.doubt(e, "subscripts the layer, its class or a function")
+        for v in (base, index):
+            if v.kind != CONST:
+                self.escape(e, index if v is base else base, "an item lookup")
+        return _Val(OPAQUE, derived=base.derived or index.derived)
+
+    def _Slice(self, e, st, scope):
+        vals = [self.expr(p, st, scope) if p is not None else _NONE
+                for p in (e.lower, e.upper, e.step)]
+        derived = any(v.derived for v in vals)
+        if all(v.kind == CONST for v in vals):
+            return _const(slice(*(v.data for v in vals)), derived)
+        for v in vals:
+            if v.kind != OPAQUE:
+                self.escape(e, v, "a slice")
+        return _Val(OPAQUE, derived=derived)
+
+    def _Tuple(self, e, st, scope):
+        values = [self.expr(x.value if isinstance(x, ast.Starred) else x, st, scope) for x in e.elts]
+        derived = any(v.derived for v in values)
+        if not any(isinstance(x, ast.Starred) for x in e.elts) and all(
+            v.kind == CONST for v in values
+        ):
+            return _const(tuple(v.data for v in values), derived)
+        for v in values:
+            if v.kind in (LAYER, CLS, FUNC, MAYBE_UNBOUND):
+                self.escape(e, v, "a container")
+        return _Val(OPAQUE, derived=derived)
+
+    def _List(self, e, st, scope):
+        return _Val(OPAQUE, derived=self._Tuple(e, st, scope).derived)
+
+    _Set = _List
+
+    def _Dict(self, e, st, scope):
+        values = [self.expr(x, st, scope) for x in [*filter(None, e.keys), *e.values]]
+        for v in values:
+            if v.kind in (LAYER, CLS, FUNC, MAYBE_UNBOUND):
+                self.escape(e, v, "a container")
+        return _Val(OPAQUE, derived=any(v.derived for v in values))
+
+    def _JoinedStr(self, e, st, scope):
+        derived = False
+        for part in e.values:
+            if isinstance(part, ast.FormattedValue):
+                v = self.expr(part.value, st, scope)
+                if part.format_spec is not None:
+                    self.expr(part.format_spec, st, scope)
+                if v.kind != CONST:
+                    self.escape(part, v, "a format")
+                derived = derived or v.derived
+        return _Val(OPAQUE, derived=derived)
+
+    def _FormattedValue(self, e, st, scope):
+        return self._JoinedStr(ast.JoinedStr(values=[e]), st, scope)
+
+    def _NamedExpr(self, e, st, scope):
+        value = self.expr(e.value, st, scope)
+        self.store(e.target, value, st, scope)
+        return value
+
+    def _Lambda(self, e, st, scope):
+        for d in [*e.args.defaults, *(d for d in e.args.kw_defaults if d)]:
+            self.expr(d, st, scope)
+        return _Val(FUNC, ("local", e, None, scope, st.env))
+
+    def _IfExp(self, e, st, scope):
+        test = self.expr(e.test, st, scope)
+        value = _truth(test)
+        if value is None and test.derived:
+            self.doubt(e, f"chooses on an undecided value derived from {BUFFER_ATTR}")
+        if value is not None:
+            self.chosen += test.derived
+            try:
+                return self.expr(e.body if value else e.orelse, st, scope).mark(test.derived)
+            finally:
+                self.chosen -= test.derived
+        results = []
+        for arm in (e.body, e.orelse):
+            arm_st = st.copy(MAYBE)
+            try:
+                results.append((self.expr(arm, arm_st, scope), arm_st))
+            except _Unreachable:
+                pass
+        if not results:
+            raise _Unreachable
+        for name in set().union(*(a.env for _, a in results)):  # walrus in an arm
+            values = [a.env.get(name, _UNBOUND) for _, a in results]
+            st.env[name] = values[0] if len(values) == 1 else _join(values[0], values[1])
+        value = results[0][0]
+        for v, _ in results[1:]:
+            value = _join(value, v)
+        return value
+
+    def _BoolOp(self, e, st, scope):
+        is_and = isinstance(e.op, ast.And)
+        cur = st
+        results = []
+        steering = 0
+        try:
+            for part in e.values:
+                try:
+                    v = self.expr(part, cur, scope)
+                except _Unreachable:
+                    if cur is st:
+                        raise
+                    break
+                results.append(v)
+                truth = _truth(v)
+                if truth is None and v.derived:
+                    self.doubt(part, f"tests an undecided value derived from {BUFFER_ATTR}")
+                if truth is (not is_and):  # short-circuit: this value is the result
+                    break
+                if truth is None:
+                    cur = cur.copy(MAYBE)
+                elif v.derived and not steering:
+                    steering = 1  # the next operands run because of the buffer
+                    self.chosen += 1
+        finally:
+            self.chosen -= steering
+        if len(results) == 1 or all(_truth(v) is not None for v in results):
+            return results[-1].mark(any(v.derived for v in results))
+        value = results[0]
+        for v in results[1:]:
+            value = _join(value, v)
+        if cur is not st:
+            for name, v in cur.env.items():
+                st.env[name] = _join(st.env.get(name, _UNBOUND), v)
+        return value
+
+    def _UnaryOp(self, e, st, scope):
+        v = self.expr(e.operand, st, scope)
+        if isinstance(e.op, ast.Not):
+            truth = _truth(v)
+            if truth is not None:
+                return _const(not truth, v.derived)
+            return _Val(OPAQUE, derived=v.derived)
+        if v.kind == CONST:
+            try:
+                return _const(_UNARY[type(e.op)](v.data), v.derived)
+            except Exception as exc:
+                self.crash(e, st, type(exc).__name__, "applies an operator a constant does not support")
+        self.escape(e, v, "an operator")
+        return _Val(OPAQUE, derived=v.derived)
+
+    def _BinOp(self, e, st, scope):
+        return self.binop(e, self.expr(e.left, st, scope), e.op, self.expr(e.right, st, scope), st)
+
+    def binop(self, e, a: _Val, op, b: _Val, st) -> _Val:
+        if a.kind == CONST and b.kind == CONST:
+            try:
+                result = _BINOPS[type(op)](a.data, b.data)
+            except Exception as exc:
+                self.crash(e, st, type(exc).__name__, "applies an operator to None or a constant that does not support it")
+            return _const(result, a.derived or b.derived) if isinstance(result, _CONST_TYPES) else _Val(OPAQUE, derived=a.derived or b.derived)
+        for v in (a, b):
+            if v.kind != OPAQUE or v.derived:
+                self.escape(e, v, "an operator")
+        return _Val(OPAQUE, derived=a.derived or b.derived)
+
+    def _Compare(self, e, st, scope):
+        left = self.expr(e.left, st, scope)
+        result = None
+        cur = st
+        for op, right_node in zip(e.ops, e.comparators):
+            right = self.expr(right_node, cur, scope)
+            r = self.compare(e, left, op, right, cur)
+            result = r if result is None else self._and(result, r)
+            if _truth(r) is False:
+                break
+            left = right
+        return result
+
+    def _and(self, a: _Val, b: _Val) -> _Val:
+        ta = _truth(a)
+        derived = a.derived or b.derived
+        if ta is False:
+            return a
+        if ta is True:
+            return b.mark(derived)
+        return _Val(OPAQUE, derived=derived)
+
+    def compare(self, e, a: _Val, op, b: _Val, st) -> _Val:
+        derived = a.derived or b.derived
+        identity = isinstance(op, (ast.Is, ast.IsNot))
+        if a.kind == CONST and b.kind == CONST:
+            try:
+                return _const(bool(_CMPOPS[type(op)](a.data, b.data)), derived)
+            except Exception as exc:
+                self.crash(e, st, type(exc).__name__, "compares values that do not compare")
+        if identity:
+            objects = (LAYER, CLS, FUNC, FWD_CONTEXT)
+            if (a.kind in objects and b.kind == CONST) or (b.kind in objects and a.kind == CONST):
+                return _const(isinstance(op, ast.IsNot), derived)
+            if a.kind == LAYER and b.kind == LAYER:
+                return _const(isinstance(op, ast.Is), derived)
+            for v in (a, b):
+                if v.kind in (UNBOUND, MAYBE_UNBOUND):
+                    self.escape(e, v, "a comparison")
+            return _Val(OPAQUE, derived=derived)
+        for v in (a, b):
+            if v.kind != OPAQUE or v.derived:
+                if not (v.kind == CONST and not v.derived):
+                    self.escape(e, v, "a comparison")
+        return _Val(OPAQUE, derived=derived)
+
+    def _comprehension(self, e, st, scope, parts):
+        inner = st.copy(MAYBE)
+        derived = False
+        for i, gen in enumerate(e.generators):
+            it = self.expr(gen.iter, st if i == 0 else inner, scope)
+            if it.kind == CONST and it.data is None:
+                self.crash(gen.iter, st, "TypeError", "iterates over None")
+            if it.kind != CONST:
+                self.escape(gen.iter, it, "an iterator the walk cannot see")
+            derived = derived or it.derived
+            self._bind_comprehension_target(gen.target, it, inner, scope)
+            for cond in gen.ifs:
+                c = self.expr(cond, inner, scope)
+                if _truth(c) is None and c.derived:
+                    self.doubt(cond, f"filters on a value derived from {BUFFER_ATTR}")
+        for part in parts:
+            v = self.expr(part, inner, scope)
+            if v.kind in (LAYER, CLS, FUNC):
+                self.escape(part, v, "a container")
+            derived = derived or v.derived
+        return _Val(OPAQUE, derived=derived)
+
+    def _bind_comprehension_target(self, target, it, inner, scope):
+        for n in ast.walk(target):
+            if isinstance(n, ast.Name):
+                inner.env[n.id] = _Val(OPAQUE, derived=it.derived)
+                scope.locals.add(n.id)
+
+    def _ListComp(self, e, st, scope):
+        return self._comprehension(e, st, scope, [e.elt])
+
+    _SetComp = _GeneratorExp = _ListComp
+
+    def _DictComp(self, e, st, scope):
+        return self._comprehension(e, st, scope, [e.key, e.value])
+
+    def _Starred(self, e, st, scope):
+        return self.expr(e.value, st, scope)
+
+    # -- calls ----------------------------------------------------------------
+    def _Call(self, e, st, scope):
+        func = self.expr(e.func, st, scope)
+        if isinstance(e.func, ast.Attribute) and func.kind == OPAQUE and (
+            self.expr(e.func.value, st, scope).kind in (LAYER, CLS)
+        ):
+            self.doubt(e, f"calls {e.func.attr}, which {CLASS_NAME} does not define")
+        args: list = []
+        for a in e.args:
+            if isinstance(a, ast.Starred):
+                v = self.expr(a.value, st, scope)
+                if v.kind == CONST and isinstance(v.data, tuple):
+                    args += [_const(x, v.derived) for x in v.data]
+                else:
+                    args.append(None)
+                    self.escape(a, v, "a starred argument") if v.kind != OPAQUE else None
+                    args.append(v)
+            else:
+                args.append(self.expr(a, st, scope))
+        kwargs = {}
+        for k in e.keywords:
+            v = self.expr(k.value, st, scope)
+            if k.arg is None:
+                args.append(None)
+                self.escape(k, v, "a ** argument") if v.kind != OPAQUE else None
+            else:
+                kwargs[k.arg] = v
+        return self.call(e, func, args, kwargs, st, scope)
+
+    def call(self, e, func: _Val, args: list, kwargs: dict, st, scope) -> _Val:
+        values = [v for v in [*args, *kwargs.values()] if v is not None]
+        if func.kind == FUNC:
+            how, function, receiver, outer, closure = func.data
+            if how == "builtin":
+                return self.builtin(e, function, args, kwargs, st)
+            if how == "forward-context":
+                for v in values:
+                    self.escape(e, v, "get_forward_context")
+                return _Val(FWD_CONTEXT)
+            if how == "bound":
+                args = [receiver, *args]
+            result = self.call_function(function, args, kwargs, e, outer, closure, st)
+            if result is None:
+                # No path returns: what follows is not reached from here.
+                raise _Unreachable
+            return result
+        if func.kind == CONST:
+            self.crash(e, st, "TypeError", "calls None" if func.data is None else "calls a constant")
+        if func.kind in (LAYER, CLS):
+            self.doubt(e, f"calls the layer's {func.kind}")
+        if func.kind in (UNBOUND, MAYBE_UNBOUND):
+            self.doubt(e, "calls a value that may be unbound")
+        if func.derived:
+            self.doubt(e, f"calls a value derived from {BUFFER_ATTR}")
+        if self.steered(scope):
+            self.doubt(e, f"calls outside code on a path that the missing {BUFFER_ATTR} chose")
+        for v in values:
+            self.escape(e, v, "a function outside this module")
+        return _OPAQUE
+
+    def builtin(self, e, name: str, args: list, kwargs: dict, st) -> _Val:
+        if any(v is None for v in args):
+            self.doubt(e, f"calls {name} with starred arguments")
+        if name == "super":
+            self.doubt(e, "calls into a base class (super())")
+        if name in ("getattr", "hasattr") and len(args) >= 2 and args[1].kind == CONST and (
+            isinstance(args[1].data, str)
+        ) and not kwargs:
+            obj, attr = args[0], args[1].data
+            if name == "hasattr":
+                if obj.kind == LAYER:
+                    if attr in (BUFFER_ATTR, RATIO_ATTR) or "self." + attr in st.env:
+                        return _const(True, attr == BUFFER_ATTR)
+                    if attr in self.module.methods or attr in self.module.class_attrs:
+                        self.escape(e, obj, "hasattr")
+                    return _Val(OPAQUE, derived=attr in self.module.aliases)
+                if obj.kind == CONST:
+                    return _const(hasattr(obj.data, attr), obj.derived)
+                self.escape(e, obj, "hasattr")
+                return _Val(OPAQUE, derived=obj.derived)
+            if len(args) == 3:
+                self.escape(e, obj, "getattr with a default") if obj.kind != LAYER else None
+                if obj.kind == LAYER and (
+                    "self." + attr in st.env or attr in (BUFFER_ATTR, RATIO_ATTR)
+                ):
+                    return self.layer_attribute(e, attr, st)
+                self.escape(e, args[2], "getattr with a default")
+                return _Val(OPAQUE, derived=obj.derived or args[2].derived)
+            return self.attribute(e, obj, attr, st)
+        if name == "type" and len(args) == 1 and args[0].kind == LAYER and not kwargs:
+            return _CLASS
+        if name == "isinstance" and len(args) == 2 and not kwargs:
+            obj, kind = args
+            self.escape(e, kind, "isinstance")
+            if obj.kind == LAYER:
+                return _OPAQUE
+            self.escape(e, obj, "isinstance")
+            return _Val(OPAQUE, derived=obj.derived)
+        if name in _PURE_BUILTINS and all(v is not None and v.kind == CONST for v in args) and (
+            all(v.kind == CONST for v in kwargs.values())
+        ):
+            try:
+                result = _PURE_BUILTINS[name](*[v.data for v in args],
+                                              **{k: v.data for k, v in kwargs.items()})
+            except Exception as exc:
+                self.crash(e, st, type(exc).__name__, f"calls {name} on a value it rejects")
+            derived = any(v.derived for v in [*args, *kwargs.values()])
+            if isinstance(result, _CONST_TYPES):
+                return _const(result, derived)
+            return _Val(OPAQUE, derived=derived)
+        for v in [*args, *kwargs.values()]:
+            self.escape(e, v, f"the builtin {name}")
+        return _OPAQUE

@@ -1,0 +1,582 @@
+"""The walk of statements: findings (R3, R4), calls into this module's
+functions, control flow, stores."""
+
+from __future__ import annotations
+
+import ast
+
+from dspark_attn_plugin.warmup_shape.module import (
+    _Module,
+)
+from dspark_attn_plugin.warmup_shape.state import (
+    MAYBE,
+    SURE,
+    _Found,
+    _Scope,
+    _State,
+    _Unreachable,
+    _join_states,
+)
+from dspark_attn_plugin.warmup_shape.syntax import (
+    _can_leave,
+    _local_names,
+)
+from dspark_attn_plugin.warmup_shape.values import (
+    CLS,
+    CONST,
+    FUNC,
+    FWD_CONTEXT,
+    LAYER,
+    MAYBE_UNBOUND,
+    OPAQUE,
+    UNBOUND,
+    _DERIVED,
+    _EXC_BASES,
+    _NONE,
+    _OPAQUE,
+    _PLAIN_CONTEXTS,
+    _UNBOUND,
+    _Val,
+    _const,
+    _is_a,
+    _join,
+    _truth,
+)
+from dspark_attn_plugin.warmup_shape.verdict import (
+    BUFFER_ATTR,
+    MAX_CALL_DEPTH,
+    MAX_LOOP_PASSES,
+    RATIO_ATTR,
+)
+
+
+class StatementWalk:
+    def __init__(self, module: _Module, ratio: int):
+        self.module = module
+        self.ratio = ratio
+        self.certain: list[tuple[int, str]] = []
+        self.doubts: list[tuple[int, str]] = []
+        self.entered: list = []  # functions the run called
+        self.chosen = 0  # > 0 inside code a derived decided test chose
+        self.handlers: list[list] = []  # active try handlers, innermost last
+        self.stack: list = []
+
+    # -- findings -------------------------------------------------------------
+    def doubt(self, node, what: str) -> None:
+        self.doubts.append((getattr(node, "lineno", 0), what))
+        raise _Found
+
+    def crash(self, node, st: _State, exc: str, what: str) -> None:
+        """R3: ``exc`` raised at ``node``; a try may take it."""
+        for level in reversed(self.handlers):
+            sure_catch = None
+            for names, caught in level:
+                if names is None or any(_is_a(exc, n) for n in names):
+                    sure_catch = caught
+                    break
+            if sure_catch is not None:
+                raise _Unreachable  # the handler takes it: this path ends here
+        if st.reach == SURE and not self.doubts:
+            self.certain.append((getattr(node, "lineno", 0), what))
+            raise _Found
+        self.doubt(node, f"may fail: {what}")
+
+    def escape(self, node, v: _Val, where: str) -> None:
+        """R4: ``v`` handed to code the walk cannot see."""
+        if v.derived:
+            self.doubt(node, f"hands a value derived from {BUFFER_ATTR} to {where}")
+        if v.kind == FUNC and v.data[0] in ("local", "module", "bound", "plain"):
+            self.called_later(node, v)
+            return
+        if v.kind in (LAYER, CLS, FUNC, FWD_CONTEXT):
+            self.doubt(node, f"hands the layer's {v.kind} to {where}")
+        if v.kind in (UNBOUND, MAYBE_UNBOUND):
+            self.doubt(node, "may read a local before it is bound")
+
+    def called_later(self, node, v: _Val) -> None:
+        """One of this module's functions handed to outside code: walked as
+        if called there, with arguments the walk cannot see."""
+        how, function, receiver, outer, closure = v.data
+        a = function.args
+        n = len([*a.posonlyargs, *a.args]) - (1 if how == "bound" else 0)
+        args = ([receiver] if how == "bound" else []) + [_OPAQUE] * max(n, 0)
+        kwargs = {p.arg: _OPAQUE for p in a.kwonlyargs}
+        try:
+            self.call_function(function, args, kwargs, node, outer, closure,
+                               _State({}, MAYBE))
+        except _Unreachable:
+            pass
+
+    # -- functions ------------------------------------------------------------
+    def call_function(self, function, args: list, kwargs: dict, node, outer,
+                      closure: dict | None = None, st: _State | None = None) -> _Val | None:
+        """Walk ``function`` called with these values; its return value, or
+        None where no path returns."""
+        if any(f is function for f in self.stack):
+            self.doubt(node, f"calls {getattr(function, 'name', 'a lambda')} recursively")
+        if len(self.stack) >= MAX_CALL_DEPTH:
+            self.doubt(node, f"nests calls deeper than {MAX_CALL_DEPTH}")
+        if getattr(function, "decorator_list", []) and not any(
+            function is m for m in self.module.methods.values()
+        ):
+            self.doubt(node, "calls a decorated function")
+        scope = _Scope(function, outer, closure)
+        env = self._bind(function, args, kwargs, node, st)
+        self.stack.append(function)
+        self.entered.append(function)
+        try:
+            state = _State(env, st.reach if st is not None else SURE)
+            if isinstance(function, ast.Lambda):
+                return self.expr(function.body, state, scope)
+            for stmt in function.body:
+                if isinstance(stmt, (ast.Global, ast.Nonlocal)):
+                    self.doubt(stmt, "declares global or nonlocal names")
+            end = self.block(function.body, state, scope)
+        finally:
+            self.stack.pop()
+        values = [v for v, _ in scope.returns]
+        if end is not None:
+            values.append(_NONE)
+        if not values:
+            return None
+        result = values[0]
+        for v in values[1:]:
+            result = _join(result, v)
+        return result
+
+    def _bind(self, function, args: list, kwargs: dict, node, st) -> dict:
+        a = function.args
+        positional = [p.arg for p in [*a.posonlyargs, *a.args]]
+        env: dict = {}
+        if any(v is None for v in args):  # a starred argument
+            extra = _DERIVED if any(v is not None and v.derived for v in args) else _OPAQUE
+            for name in self._all_params(function):
+                env[name] = extra
+            return env
+        for name, value in zip(positional, args):
+            env[name] = value
+        rest = args[len(positional):]
+        if rest:
+            if not a.vararg:
+                self.crash(node, st or _State({}, SURE), "TypeError", "calls with too many arguments")
+            env[a.vararg.arg] = _Val(OPAQUE, derived=any(v.derived or v.kind != CONST for v in rest))
+        elif a.vararg:
+            env[a.vararg.arg] = _const(())
+        extra_kw = {}
+        kwonly = [p.arg for p in a.kwonlyargs]
+        for key, value in kwargs.items():
+            if key in positional[len(args):] or key in kwonly:
+                env[key] = value
+            elif a.kwarg:
+                extra_kw[key] = value
+            else:
+                self.crash(node, st or _State({}, SURE), "TypeError", f"passes an unknown keyword {key}")
+        if a.kwarg:
+            env[a.kwarg.arg] = _Val(OPAQUE, derived=any(
+                v.derived or v.kind != CONST for v in extra_kw.values()))
+        defaults = dict(zip(positional[len(positional) - len(a.defaults):], a.defaults))
+        defaults.update({p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
+        for name in [*positional, *kwonly]:
+            if name not in env:
+                if name not in defaults:
+                    self.crash(node, st or _State({}, SURE), "TypeError", f"leaves {name} without a value")
+                d = defaults[name]
+                env[name] = _const(d.value) if isinstance(d, ast.Constant) else _OPAQUE
+        return env
+
+    @staticmethod
+    def _all_params(function) -> list[str]:
+        a = function.args
+        names = [p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs]]
+        return names + [p.arg for p in (a.vararg, a.kwarg) if p]
+
+    # -- statements -----------------------------------------------------------
+    def block(self, stmts, st: _State | None, scope: _Scope) -> _State | None:
+        for stmt in stmts:
+            if st is None:
+                return None
+            try:
+                st = self.stmt(stmt, st, scope)
+            except _Unreachable:
+                return None
+        return st
+
+    def stmt(self, s: ast.stmt, st: _State, scope: _Scope) -> _State | None:
+        if isinstance(s, ast.Expr):
+            self.expr(s.value, st, scope)
+            return st
+        if isinstance(s, ast.Pass):
+            return st
+        if isinstance(s, ast.Assign):
+            value = self.expr(s.value, st, scope)
+            for target in s.targets:
+                self.store(target, value, st, scope)
+            return st
+        if isinstance(s, ast.AnnAssign):
+            if s.value is not None:
+                self.store(s.target, self.expr(s.value, st, scope), st, scope)
+            return st
+        if isinstance(s, ast.AugAssign):
+            target = s.target
+            load = ast.copy_location(
+                type(target)(**{**{f: getattr(target, f) for f in target._fields}, "ctx": ast.Load()}),
+                target,
+            )
+            current = self.expr(load, st, scope)
+            value = self.binop(s, current, s.op, self.expr(s.value, st, scope), st)
+            self.store(target, value, st, scope)
+            return st
+        if isinstance(s, ast.Assert):
+            return self.test_then(s, s.test, st, scope, assertion=s)
+        if isinstance(s, ast.If):
+            test = self.expr(s.test, st, scope)
+            return self.branch(s, test, [s.body, s.orelse], st, scope)
+        if isinstance(s, ast.Return):
+            value = self.expr(s.value, st, scope) if s.value is not None else _NONE
+            scope.returns.append((value.mark(self.steered(scope)), st.reach))
+            return None
+        if isinstance(s, ast.Raise):
+            exc = None
+            if s.exc is not None:
+                target = s.exc.func if isinstance(s.exc, ast.Call) else s.exc
+                if (
+                    isinstance(target, ast.Name)
+                    and target.id in _EXC_BASES
+                    and target.id not in self.module.module_names
+                ):
+                    exc = target.id  # a builtin exception: only its arguments run
+                    for arg in getattr(s.exc, "args", []):
+                        self.expr(arg, st, scope)
+                else:
+                    self.expr(s.exc, st, scope)
+            if s.cause is not None:
+                self.expr(s.cause, st, scope)
+            self.crash(s, st, exc or "?", "raises")
+            return None
+        if isinstance(s, (ast.Break, ast.Continue)):
+            if not scope.breaks:
+                self.doubt(s, "breaks outside a loop")
+            (scope.breaks if isinstance(s, ast.Break) else scope.continues)[-1].append(st)
+            return None
+        if isinstance(s, (ast.For, ast.While)):
+            return self.loop(s, st, scope)
+        if isinstance(s, ast.Try):
+            return self.try_(s, st, scope)
+        if isinstance(s, ast.With):
+            return self.with_(s, st, scope)
+        if isinstance(s, ast.Match):
+            return self.match(s, st, scope)
+        if isinstance(s, ast.FunctionDef):
+            if s.decorator_list:
+                self.doubt(s, "defines a decorated function")
+            for d in [*s.args.defaults, *(d for d in s.args.kw_defaults if d)]:
+                self.expr(d, st, scope)
+            st.env[s.name] = _Val(FUNC, ("local", s, None, scope, st.env))
+            return st
+        if isinstance(s, (ast.Import, ast.ImportFrom)):
+            for alias in s.names:
+                st.env[(alias.asname or alias.name).split(".")[0]] = _OPAQUE
+            return st
+        if isinstance(s, ast.Delete):
+            for target in s.targets:
+                if not isinstance(target, ast.Name):
+                    self.doubt(s, "deletes an attribute or item")
+                self.expr(ast.copy_location(ast.Name(target.id, ast.Load()), target), st, scope)
+                st.env[target.id] = _UNBOUND
+            return st
+        self.doubt(s, f"reaches a statement the walk does not model ({type(s).__name__})")
+        return None
+
+    def test_then(self, node, test_node, st, scope, assertion=None):
+        """An ``assert``: pass, fail, or (undecided) both."""
+        test = self.expr(test_node, st, scope)
+        value = _truth(test)
+        if value is None and test.derived:
+            self.doubt(node, f"asserts an undecided test derived from {BUFFER_ATTR}")
+        if value is True:
+            if test.derived:
+                scope.steered = True  # with a buffer the run would stop here
+            return st
+        if assertion.msg is not None:
+            self.expr(assertion.msg, st.copy(st.reach if value is False else MAYBE), scope)
+        if value is False:
+            self.crash(node, st, "AssertionError", "fails an assertion")
+            return None
+        return st  # an opaque test not derived from the buffer: assumed to hold
+
+    def branch(self, node, test: _Val, arms, st, scope):
+        """An ``if``: arms[0] when true, arms[1] when false."""
+        value = _truth(test)
+        if value is None and test.derived:
+            self.doubt(node, f"tests an undecided value derived from {BUFFER_ATTR}")
+        if value is not None:
+            taken, skipped = (arms[0], arms[1]) if value else (arms[1], arms[0])
+            if not test.derived:
+                return self.block(taken, st, scope)
+            if _can_leave(skipped):
+                scope.steered = True  # what follows runs for lack of the buffer
+            self.chosen += 1
+            try:
+                return self.block(taken, st, scope)
+            finally:
+                self.chosen -= 1
+        ends = [self.block(arm, st.copy(MAYBE), scope) for arm in arms]
+        return self.merge(st, ends, scope)
+
+    def steered(self, scope) -> bool:
+        """R1: this code runs because the buffer is missing (a decided test
+        on a derived value chose it): what it stores or returns is derived,
+        and outside code it calls is handed the buffer's absence."""
+        return self.chosen > 0 or scope.steered
+
+    def merge(self, st: _State, ends: list, scope) -> _State | None:
+        """After arms that each start where ``st`` is, at least one taken."""
+        joined = _join_states(ends, scope.locals)
+        if joined is None:
+            return None
+        all_go_on = all(e is not None and e.total for e in ends)
+        joined.reach = st.reach if all_go_on else MAYBE
+        joined.total = st.total and all_go_on
+        return joined
+
+    def loop(self, s, st: _State, scope: _Scope) -> _State | None:
+        """``for``/``while``: the body walked as maybe reached, again and
+        again until the state at its head settles."""
+        if isinstance(s, ast.For):
+            it = self.expr(s.iter, st, scope)
+            if it.kind == CONST and it.data is None:
+                self.crash(s, st, "TypeError", "iterates over None")
+            if it.kind != CONST:
+                self.escape(s.iter, it, "an iterator the walk cannot see")
+        head = st.copy(MAYBE)
+        normal: list = []  # states that leave by the loop's own test
+        breaks: list = []
+        total = True
+        for _ in range(MAX_LOOP_PASSES):
+            body_st = head.copy()
+            if isinstance(s, ast.While):
+                test = self.expr(s.test, body_st, scope)
+                value = _truth(test)
+                if value is None and test.derived:
+                    self.doubt(s, f"loops on an undecided test derived from {BUFFER_ATTR}")
+                if test.derived:
+                    scope.steered = True
+                if value is not True:
+                    normal.append(head)
+                if value is False:
+                    break
+            else:
+                normal.append(head)
+                it = self.expr(s.iter, body_st, scope)
+                element = _Val(OPAQUE, derived=it.derived)
+                if it.kind == CONST and isinstance(it.data, (tuple, str, frozenset)) and it.data:
+                    element = None
+                    for item in it.data:
+                        v = _const(item, it.derived)
+                        element = v if element is None else _join(element, v)
+                self.store(s.target, element, body_st, scope)
+            scope.breaks.append([])
+            scope.continues.append([])
+            try:
+                end = self.block(s.body, body_st, scope)
+            finally:
+                level_breaks, continues = scope.breaks.pop(), scope.continues.pop()
+            breaks += level_breaks
+            if end is None or not end.total:
+                total = False
+            new_head = _join_states([head, end, *continues], scope.locals)
+            new_head.reach, new_head.total = MAYBE, True
+            if new_head.env == head.env:
+                break
+            head = new_head
+        else:
+            self.doubt(s, "loops without settling")
+        after = _join_states(normal, scope.locals)
+        if after is not None and s.orelse:
+            after = self.block(s.orelse, after, scope)
+        out = _join_states([after, *breaks], scope.locals)
+        if out is None:
+            return None
+        sure = total and not breaks and after is not None and isinstance(s, ast.For)
+        out.reach = st.reach if sure else MAYBE
+        out.total = st.total and sure
+        return out
+
+    def _maybe_entry(self, st: _State, body) -> _State:
+        """The state where an exception out of ``body`` may leave it: any
+        name the body binds holds any value."""
+        entry = st.copy(MAYBE)
+        for name in _local_names(body):
+            entry.env[name] = _join(st.env.get(name, _UNBOUND), _DERIVED)
+        for stmt in body:
+            for n in ast.walk(stmt):
+                if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store):
+                    entry.env["self." + n.attr] = _DERIVED
+        return entry
+
+    def try_(self, s: ast.Try, st: _State, scope: _Scope) -> _State | None:
+        level = [(self._handler_names(h, st, scope), []) for h in s.handlers]
+        self.handlers.append(level)
+        try:
+            end = self.block(s.body, st.copy(), scope)
+        finally:
+            self.handlers.pop()
+        if end is not None and s.orelse:
+            end = self.block(s.orelse, end, scope)
+        ends = [end]
+        for handler in s.handlers:
+            h = self._maybe_entry(st, s.body)
+            if handler.name:
+                h.env[handler.name] = _OPAQUE
+            ends.append(self.block(handler.body, h, scope))
+        out = _join_states(ends, scope.locals)
+        if out is not None:
+            sure = all(e is not None and e.total for e in ends)
+            out.reach = st.reach if sure else MAYBE
+            out.total = st.total and sure
+        if s.finalbody:
+            fin_st = out if out is not None else self._maybe_entry(st, s.body)
+            fin = self.block(s.finalbody, fin_st, scope)
+            return fin if out is not None else None
+        return out
+
+    def _handler_names(self, handler, st, scope):
+        if handler.type is None:
+            return None
+        types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        names = []
+        for t in types:
+            self.expr(t, st, scope)
+            if isinstance(t, ast.Name) and t.id in _EXC_BASES | {"BaseException": ""}:
+                if t.id == "BaseException":
+                    return None
+                names.append(t.id)
+        return names
+
+    def with_(self, s: ast.With, st: _State, scope: _Scope) -> _State | None:
+        plain = True
+        for item in s.items:
+            cm = self.expr(item.context_expr, st, scope)
+            self.escape(item.context_expr, cm, "a context manager")
+            call = item.context_expr
+            name = call.func if isinstance(call, ast.Call) else call
+            name = name.attr if isinstance(name, ast.Attribute) else getattr(name, "id", "")
+            plain = plain and name in _PLAIN_CONTEXTS
+            if item.optional_vars is not None:
+                self.store(item.optional_vars, _OPAQUE, st, scope)
+        end = self.block(s.body, st.copy() if not plain else st, scope)
+        if plain:
+            return end
+        # Crashes in the body count as crashes; but a context manager may
+        # swallow an exception of outside code and go on after the block.
+        out = _join_states([end, self._maybe_entry(st, s.body)], scope.locals)
+        out.reach = MAYBE
+        out.total = False
+        return out
+
+    def match(self, s: ast.Match, st: _State, scope: _Scope) -> _State | None:
+        subject = self.expr(s.subject, st, scope)
+        ends = []
+        cur = st
+        for case in s.cases:
+            if cur is None:
+                continue
+            outcome = self._pattern(case.pattern, subject, cur, scope)
+            if outcome is not None and subject.derived:
+                scope.steered = True
+            if outcome is False:
+                continue
+            if outcome is None and subject.derived:
+                self.doubt(case.pattern, f"matches an undecided value derived from {BUFFER_ATTR}")
+            arm = cur if outcome is True else cur.copy(MAYBE)
+            guard = True
+            if case.guard is not None:
+                g = self.expr(case.guard, arm, scope)
+                guard = _truth(g)
+                if guard is None and g.derived:
+                    self.doubt(case.guard, f"guards on a value derived from {BUFFER_ATTR}")
+            if guard is False:
+                continue
+            if outcome is True and guard is True:
+                ends.append(self.block(case.body, arm, scope))
+                cur = None
+            else:
+                ends.append(self.block(case.body, arm.copy(MAYBE) if arm is cur else arm, scope))
+                cur = cur.copy(MAYBE) if cur is not None else None
+        if cur is not None:
+            ends.append(cur)
+        return self.merge(st, ends, scope)
+
+    def _pattern(self, p, subject: _Val, st, scope) -> bool | None:
+        """Whether pattern ``p`` matches; binds captured names."""
+        if isinstance(p, ast.MatchAs):
+            if p.pattern is None:
+                if p.name:
+                    st.env[p.name] = subject
+                return True
+            result = self._pattern(p.pattern, subject, st, scope)
+            if p.name:
+                st.env[p.name] = subject
+            return result
+        if isinstance(p, ast.MatchOr):
+            results = [self._pattern(q, subject, st, scope) for q in p.patterns]
+            if True in results:
+                return True
+            return False if all(r is False for r in results) else None
+        if subject.kind == CONST and isinstance(p, ast.MatchValue):
+            value = self.expr(p.value, st, scope)
+            if value.kind == CONST:
+                return subject.data == value.data
+        if subject.kind == CONST and isinstance(p, ast.MatchSingleton):
+            return subject.data is p.value
+        self.escape(p, subject, "a match pattern")
+        for n in ast.walk(p):
+            if isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name:
+                st.env[n.name] = _Val(OPAQUE, derived=subject.derived)
+        return None
+
+    # -- stores ---------------------------------------------------------------
+    def store(self, target, value: _Val, st: _State, scope: _Scope) -> None:
+        value = value.mark(self.steered(scope))
+        if isinstance(target, ast.Name):
+            st.env[target.id] = value
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            if value.kind == CONST and isinstance(value.data, tuple) and len(value.data) == len(
+                target.elts
+            ) and not any(isinstance(e, ast.Starred) for e in target.elts):
+                for t, v in zip(target.elts, value.data):
+                    self.store(t, _const(v, value.derived), st, scope)
+                return
+            if value.kind == CONST:
+                self.crash(target, st, "TypeError", "unpacks a value that does not unpack")
+            self.escape(target, value, "an unpacking")
+            for t in target.elts:
+                self.store(t.value if isinstance(t, ast.Starred) else t,
+                           _Val(OPAQUE, derived=value.derived), st, scope)
+        elif isinstance(target, ast.Attribute):
+            base = self.expr(target.value, st, scope)
+            if base.kind == LAYER:
+                attr = target.attr
+                if attr in self.module.methods or attr in self.module.class_attrs or attr in (
+                    BUFFER_ATTR, RATIO_ATTR
+                ):
+                    self.doubt(target, f"assigns the layer's {attr}")
+                if value.derived or value.kind not in (CONST, OPAQUE):
+                    self.doubt(target, f"stores {value.kind} value in the layer's {attr}")
+                st.env["self." + attr] = value
+            elif base.kind == CONST:
+                self.crash(target, st, "AttributeError", "sets an attribute of a constant")
+            else:
+                self.escape(target, base, "an attribute store")
+                self.escape(target, value, "an attribute of outside code")
+        elif isinstance(target, ast.Subscript):
+            base = self.expr(target.value, st, scope)
+            index = self.expr(target.slice, st, scope)
+            if base.kind == CONST:
+                self.crash(target, st, "TypeError", "assigns into a constant")
+            for v in (base, index, value):
+                self.escape(target, v, "an item store")
+        elif isinstance(target, ast.Starred):
+            self.store(target.value, _Val(OPAQUE, derived=value.derived), st, scope)
+        else:
+            self.doubt(target, "assigns to a target the walk does not model")

@@ -1,0 +1,134 @@
+"""Questions about source text alone: where the class, the method and the
+warmup branch are, which names a body binds, whether code names the buffer."""
+
+from __future__ import annotations
+
+import ast
+
+from dspark_attn_plugin.target import CLASS_NAME
+from dspark_attn_plugin.warmup_shape.verdict import BUFFER_ATTR
+
+
+def find_class(tree: ast.Module) -> ast.ClassDef | None:
+    found = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == CLASS_NAME]
+    return found[-1] if found else None
+
+
+def class_methods(cls: ast.ClassDef) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The class body's ``def``s, by name (the last one wins, as in Python)."""
+    return {
+        node.name: node
+        for node in cls.body
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+
+
+def find_warmup_branch(method: ast.AST) -> ast.If | None:
+    """The ``if attn_metadata is None:`` statement directly in ``method``."""
+    for node in getattr(method, "body", []):
+        if isinstance(node, ast.If) and _is_metadata_none_test(node.test):
+            return node
+    return None
+
+
+def _is_metadata_none_test(test: ast.expr) -> bool:
+    return (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Is)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+        and isinstance(test.left, ast.Name)
+        and test.left.id.endswith("attn_metadata")
+    )
+
+
+def is_buffer(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == BUFFER_ATTR
+
+
+def buffer_none_test(node: ast.AST) -> bool | None:
+    """For ``X.topk_indices_buffer is not None`` (or ``is None``): whether it
+    holds when the buffer is None. None for anything else."""
+    if not (isinstance(node, ast.Compare) and len(node.ops) == 1):
+        return None
+    left, op, right = node.left, node.ops[0], node.comparators[0]
+    if isinstance(left, ast.Constant) and left.value is None:
+        left, right = right, left
+    if not (is_buffer(left) and isinstance(right, ast.Constant) and right.value is None):
+        return None
+    return {ast.IsNot: False, ast.Is: True}.get(type(op))
+
+
+def names_buffer(node: ast.AST) -> bool:
+    """The buffer's name appears in ``node`` (attribute, name or string)."""
+    for n in ast.walk(node):
+        kind = type(n)
+        if (
+            (kind is ast.Attribute and n.attr == BUFFER_ATTR)
+            or (kind is ast.Name and n.id == BUFFER_ATTR)
+            or (kind is ast.Constant and n.value == BUFFER_ATTR)
+        ):
+            return True
+    return False
+
+
+def _stmt_binds(stmt: ast.stmt) -> set[str]:
+    """Names a statement of a class or module body binds at that level."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {stmt.name}
+    return _local_names([stmt])
+
+
+def _local_names(body) -> set[str]:
+    """Names bound in ``body``'s own scope (not in nested functions)."""
+    names: set[str] = set()
+
+    def visit(node):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            for d in [*node.decorator_list, *getattr(node, "bases", [])]:
+                visit(d)
+            return
+        if isinstance(node, ast.Lambda):
+            return
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, ast.alias):
+            names.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            names.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            names.add(node.rest)
+        for child in ast.iter_child_nodes(node):
+            if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                if isinstance(child, ast.comprehension):
+                    for part in [child.iter, *child.ifs]:
+                        visit(part)  # walrus targets leak out; loop targets do not
+                    continue
+            visit(child)
+
+    for stmt in body:
+        visit(stmt)
+    return names
+
+
+def _can_leave(stmts) -> bool:
+    """``stmts`` may end the function or loop early, or raise."""
+    for stmt in stmts:
+        for n in ast.walk(stmt):
+            if isinstance(n, (ast.Return, ast.Raise, ast.Break, ast.Continue, ast.Assert, ast.Call)):
+                return True
+    return False
+
+
+def _decorator_name(node: ast.expr) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Call):
+        return "(call)"
+    return ""
