@@ -60,6 +60,14 @@ def main(argv=None) -> int:
         tally["runtime patched"] += obs.runtime_patched
         if obs.verdict == "unknown" and not obs.lacks_buffer(obs.runs):
             tally["unknown but starts without the buffer (false alarm)"] += 1
+        # Module-level shapes: plain spellings apart from adversarial ones.
+        kind = "plain" if variant.module is None or gen.MODULE_SHAPES[variant.module].plain \
+            else "adversarial"
+        tally[f"{kind} module shape"] += 1
+        if not obs.lacks_buffer(obs.runs):
+            tally[f"{kind} module shape, starts without the buffer"] += 1
+            tally[f"{kind} module shape, starts without the buffer, read unknown"] += (
+                obs.verdict == "unknown")
         if obs.verdict == "unknown" and obs.lacks_buffer(obs.runs):
             tally["unknown and needs the buffer"] += 1
         if obs.verdict == "affected" and obs.runs["swa0"] is None and obs.runs["swa1"] is None:
@@ -67,7 +75,8 @@ def main(argv=None) -> int:
         found = gen.problems(obs)
         if found and len(problems) < 20:
             problems.append({"variant": list(variant.block), "base": variant.base,
-                             "mode": variant.mode, "problems": found})
+                             "mode": variant.mode, "module": variant.module,
+                             "problems": found})
         tally["problems"] += bool(found)
 
     start = time.monotonic()
@@ -82,6 +91,12 @@ def main(argv=None) -> int:
         "seed": args.seed,
         "seconds": round(time.monotonic() - start, 1),
         "tally": dict(sorted(tally.items())),
+        "false_alarm_rate": {
+            kind: round(tally[f"{kind} module shape, starts without the buffer, read unknown"]
+                        / tally[f"{kind} module shape, starts without the buffer"], 3)
+            if tally[f"{kind} module shape, starts without the buffer"] else 0.0
+            for kind in ("plain", "adversarial")
+        },
         "false_alarm_rate_of_unknown": round(
             tally["unknown but starts without the buffer (false alarm)"] / unknown, 3
         ) if unknown else 0.0,

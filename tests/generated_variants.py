@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import sys
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -151,6 +152,8 @@ CLASS_HELPERS = (
     "    @property\n"
     "    def has_topk(self):\n"
     "        return self.topk_indices_buffer is not None\n\n"
+    "    def _prepare(self):\n"
+    "        return None\n\n"
     "    def _validate(self):\n"
     "        if self.topk_indices_buffer is None:\n"
     "            raise ValueError('no top-k buffer')\n\n"
@@ -171,6 +174,77 @@ STEADY_EXTRAS = {
 _STEADY_ANCHOR = "        assert isinstance(attn_metadata, dict)\n"
 
 
+# --- module-level shapes -----------------------------------------------------------
+# What a fork's module does around the class (vLLM decides what runs when it
+# imports the module, not only inside the method). Each shape adds code at
+# the module's top, to the class body, after the class, and a line at the
+# top of the warmup branch; ``plain`` ones are ordinary safe spellings (their
+# ``unknown`` counts as a false alarm of plain code), the others adversarial.
+# The class body has ``_prepare`` (harmless) and ``_probe`` / ``_module_probe``
+# (harmless); shapes rebind them, or read the layer in ways the walk must see.
+_STRICT = "def _strict(self, *args):\n    return self.topk_indices_buffer.shape[-1]\n\n\n"
+
+
+@dataclass(frozen=True)
+class ModuleShape:
+    top: str = ""  # module text before the class
+    body: str = ""  # class-body lines (4 spaces in)
+    after: str = ""  # module text after the class
+    warmup: tuple[str, ...] = ()  # first lines of the warmup branch (12 spaces in)
+    bases: str = ""  # extra bases, before the class's own
+    plain: bool = False
+    ratio_test: str | None = None  # replaces `self.compress_ratio <= 1` in swa_only
+
+
+MODULE_SHAPES = {
+    "alias-store": ModuleShape(top=_STRICT, after="_Alias = DeepseekV4FlashMLAAttention\n_Alias._prepare = _strict\n",
+                               warmup=("self._prepare()",)),
+    "function-sets-attr": ModuleShape(
+        top=_STRICT, after="def _install():\n    DeepseekV4FlashMLAAttention._prepare = _strict\n\n\n_install()\n",
+        warmup=("self._prepare()",)),
+    "setattr-after": ModuleShape(top=_STRICT, after="setattr(DeepseekV4FlashMLAAttention, '_prepare', _strict)\n",
+                                 warmup=("self._prepare()",)),
+    "sys-modules-setattr": ModuleShape(
+        top="import sys\n\n\n" + _STRICT + "def _module_probe(layer):\n    return 0\n\n\n",
+        after="setattr(sys.modules[__name__], '_module_probe', _strict)\n", warmup=("_module_probe(self)",)),
+    "globals-rebind": ModuleShape(
+        top=_STRICT + "def _module_probe(layer):\n    return 0\n\n\n",
+        after="globals()['_module_probe'] = _strict\n", warmup=("_module_probe(self)",)),
+    "module-function-rebound": ModuleShape(
+        top=_STRICT + "def _module_probe(layer):\n    return 0\n\n\n",
+        after="_module_probe = _strict\n", warmup=("_module_probe(self)",)),
+    "init-subclass-mixin": ModuleShape(
+        top=_STRICT + "class _Mixin:\n    def __init_subclass__(cls, **kw):\n        super().__init_subclass__(**kw)\n"
+        "        cls._prepare = _strict\n\n\n", bases="_Mixin, ", warmup=("self._prepare()",)),
+    "mixin-property": ModuleShape(
+        top="class _Mixin:\n    @property\n    def _ready(self):\n        return self.topk_indices_buffer.shape[-1]\n\n\n",
+        bases="_Mixin, ", warmup=("x = self._ready",)),
+    "mixin-method-safe": ModuleShape(
+        top="class _Mixin:\n    def _ready(self):\n        return self.compress_ratio <= 1\n\n\n",
+        bases="_Mixin, ", warmup=("x = self._ready()",), plain=True),
+    "class-body-rebind": ModuleShape(top=_STRICT, body="    _prepare = _strict\n", warmup=("self._prepare()",)),
+    "default-arg": ModuleShape(warmup=("_f = lambda b=self.topk_indices_buffer: b.shape", "_f()")),
+    "default-arg-safe": ModuleShape(warmup=("_f = lambda r=self.compress_ratio: r", "x = _f()"), plain=True),
+    "closure-late": ModuleShape(warmup=("cell = 0", "def _g():", "    return cell.shape", "cell = self.topk_indices_buffer", "_g()")),
+    "generator-truthy": ModuleShape(
+        top="def _gen(layer):\n    yield layer.topk_indices_buffer.shape\n\n\n", warmup=("assert _gen(self)",)),
+    "generator-consumed": ModuleShape(
+        top="def _gen(layer):\n    yield layer.topk_indices_buffer.shape\n\n\n", warmup=("x = list(_gen(self))",)),
+    "eval": ModuleShape(warmup=("eval('self.topk_indices_buffer.shape')",)),
+    "exec": ModuleShape(warmup=("exec('assert self.topk_indices_buffer is not None')",)),
+    "vars": ModuleShape(warmup=("x = vars(self)['topk_indices_buffer'].shape",)),
+    "frame": ModuleShape(top="import sys\n\n\n", warmup=("x = sys._getframe(0).f_locals['self'].topk_indices_buffer.shape",)),
+    "dict-read": ModuleShape(warmup=("x = self.__dict__['topk_indices_buffer'].shape",)),
+    "set-literal": ModuleShape(ratio_test="self.compress_ratio in {0, 1}", plain=True),
+    "module-constant": ModuleShape(top="_SWA_ONLY_RATIOS = (0, 1)\n\n\n",
+                                   ratio_test="self.compress_ratio in _SWA_ONLY_RATIOS", plain=True),
+    "type-checking": ModuleShape(top="if TYPE_CHECKING:\n    from vllm.config import VllmConfig\n\n\n", plain=True),
+    "for-else": ModuleShape(warmup=("for _r in (0, 1):", "    if self.compress_ratio == _r:", "        break",
+                                    "else:", "    _r = None"), plain=True),
+    "logger": ModuleShape(top="from vllm.logger import init_logger\n\nlogger = init_logger(__name__)\n\n\n", plain=True),
+}
+
+
 @dataclass(frozen=True)
 class Variant:
     base: str  # "0.27.1" (affected) or "0.28.0-shape" (upstream's fix)
@@ -178,6 +252,7 @@ class Variant:
     block: tuple[str, ...]
     decorated: bool
     steady: tuple[str, ...]
+    module: str | None = None  # a MODULE_SHAPES name
 
     def source(self, stock: str) -> str:
         text = variants.upstream_fix(stock) if self.base != "0.27.1" else stock
@@ -195,13 +270,25 @@ class Variant:
             "has_buf = self.topk_indices_buffer is not None",
             "top_k = 0",
         ]
+        shape = MODULE_SHAPES[self.module] if self.module else ModuleShape()
         block = "".join(" " * 12 + line + "\n" for line in [*prelude, *self.block])
         text = variants._replace_once(text, old, block if self.mode == "replace" else block + old)
-        helpers = CLASS_HELPERS + ("    @_identity\n" if self.decorated else "")
+        if shape.ratio_test:
+            text = variants._replace_once(text, " " * 12 + "swa_only = self.compress_ratio <= 1\n",
+                                          " " * 12 + f"swa_only = {shape.ratio_test}\n")
+        if shape.warmup:
+            text = variants._replace_once(
+                text, "        if attn_metadata is None:\n",
+                "        if attn_metadata is None:\n" + "".join(" " * 12 + l + "\n" for l in shape.warmup))
+        if shape.after:
+            text = text + "\n\n" + shape.after
+        helpers = CLASS_HELPERS + shape.body + ("    @_identity\n" if self.decorated else "")
         text = variants._replace_once(text, "    def forward_mqa(\n", helpers + "    def forward_mqa(\n")
         extras = "".join(STEADY_EXTRAS[name] for name in self.steady)
         text = variants._replace_once(text, _STEADY_ANCHOR, _STEADY_ANCHOR + extras)
-        return variants._replace_once(text, _CLASS_ANCHOR, MODULE_HELPERS + _CLASS_ANCHOR)
+        if shape.bases:
+            text = variants._replace_once(text, _CLASS_ANCHOR, _CLASS_ANCHOR + shape.bases)
+        return variants._replace_once(text, _CLASS_ANCHOR, MODULE_HELPERS + shape.top + _CLASS_ANCHOR)
 
 
 @st.composite
@@ -214,7 +301,8 @@ def generated(draw):
     steady = tuple(
         name for name in sorted(STEADY_EXTRAS) if draw(st.integers(0, 3)) == 0
     )
-    return Variant(base, mode, block, decorated, steady)
+    module = draw(st.one_of(st.none(), st.sampled_from(sorted(MODULE_SHAPES))))
+    return Variant(base, mode, block, decorated, steady, module)
 
 
 # --- ground truth ----------------------------------------------------------------------
@@ -229,6 +317,7 @@ def load(source: str, folder: Path):
     path.write_text(source)
     spec = importlib.util.spec_from_file_location(f"flashmla_gen_{n}", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # as an import leaves it (sys.modules[__name__])
     spec.loader.exec_module(module)
     return module
 
@@ -303,7 +392,9 @@ def observe(variant: Variant, stock_source: str, folder: Path, synthetic) -> Obs
             layer.topk_indices_buffer = layer.topk_indices_buffer.as_subclass(_LazyBuffer.cls)
     stock = cls.__dict__["forward_mqa"]
     obs = Observation(verdict=str(classify_source(text).verdict))
-    obs.runs = {k: _run(stock, layer, synthetic.qkv, synthetic) for k, layer in layers.items()}
+    # What runs: the class attribute as Python looks it up at call time.
+    obs.runs = {k: _run(lambda *a: type(a[0]).forward_mqa(*a), layer, synthetic.qkv, synthetic)
+                for k, layer in layers.items()}
 
     plan = plan_edit(text)
     obs.plan_applies = plan.applies

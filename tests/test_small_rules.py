@@ -129,7 +129,8 @@ def test_rebuilt_method_keeps_mangling_and_super():
 # --- the classifier's rules (warmup_shape docstring R1-R6) ---------------------------------
 
 HEAD = (
-    "from vllm.forward_context import get_forward_context\n\n"
+    "from vllm.forward_context import get_forward_context\n"
+    "from vllm.models.deepseek_v4.attention import DeepseekV4Attention as Base\n\n"
     "class DeepseekV4FlashMLAAttention(Base):\n"
     "{helpers}"
     "    def forward_mqa(self, q, kv, positions, output):\n"

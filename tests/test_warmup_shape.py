@@ -12,6 +12,7 @@ from dspark_attn_plugin.warmup_shape import Verdict, classify_source
 def classify(body: str, helpers: str = "") -> Verdict:
     """Classify a class whose warmup branch holds ``body``."""
     source = (
+        "from vllm.models.deepseek_v4.attention import DeepseekV4Attention\n\n"
         "class DeepseekV4FlashMLAAttention(DeepseekV4Attention):\n"
         + textwrap.indent(textwrap.dedent(helpers), " " * 4)
         + "    def forward_mqa(self, q, kv, positions, output):\n"

@@ -91,6 +91,7 @@ def classify_method(method, methods: dict, *, tree: ast.Module | None = None,
         doubts += [(n, w, ratio) for n, w in walk.doubts]
         mentions = mentions or any(names_buffer(f) for f in walk.entered if f is not method)
     branch = find_warmup_branch(method)
+    assumes = tuple(sorted(module.resolved | {("member", METHOD_NAME, CLASS_NAME)}))
     mentions = mentions or names_buffer(branch if branch is not None else method)
     if certain:
         crash_line, what, ratio = certain[0]
@@ -100,6 +101,7 @@ def classify_method(method, methods: dict, *, tree: ast.Module | None = None,
             f"(compress_ratio {ratio})",
             line,
             crash_line=crash_line,
+            assumes=assumes,
         )
     if doubts:
         where, what, ratio = doubts[0]
@@ -111,9 +113,11 @@ def classify_method(method, methods: dict, *, tree: ast.Module | None = None,
         )
     if mentions:
         return Classification(
-            Verdict.FIXED, f"SWA-only layers warm up without touching {BUFFER_ATTR}", line
+            Verdict.FIXED, f"SWA-only layers warm up without touching {BUFFER_ATTR}", line,
+            assumes=assumes,
         )
-    return Classification(Verdict.NOT_AFFECTED, f"the warmup never uses {BUFFER_ATTR}", line)
+    return Classification(Verdict.NOT_AFFECTED, f"the warmup never uses {BUFFER_ATTR}", line,
+                          assumes=assumes)
 
 
 class _Walk(StatementWalk, ExpressionWalk):

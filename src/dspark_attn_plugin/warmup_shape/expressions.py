@@ -13,6 +13,7 @@ from dspark_attn_plugin.warmup_shape.state import (
 )
 from dspark_attn_plugin.warmup_shape.syntax import (
     _decorator_name,
+    bound_once,
 )
 from dspark_attn_plugin.warmup_shape.values import (
     CLS,
@@ -69,6 +70,11 @@ class ExpressionWalk:
         s = scope
         while s.closure is not None:
             if e.id in s.outer.locals:
+                if not bound_once(s.outer.function, e.id):
+                    # A closure reads the cell when it runs, not when it
+                    # was made: one binding, outside loops, or unknown.
+                    self.doubt(e, f"reads {e.id} from an enclosing function that binds it "
+                                  "more than once")
                 value = s.closure.get(e.id, _UNBOUND)
                 if value.kind in (UNBOUND, MAYBE_UNBOUND):
                     self.doubt(e, f"may read {e.id} before it is bound")
@@ -77,9 +83,12 @@ class ExpressionWalk:
         if e.id == CLASS_NAME:
             return _CLASS
         if e.id in self.module.functions:
+            self.module.resolved.add(("function", e.id))
             return _Val(FUNC, ("module", self.module.functions[e.id], None, None, None))
         if e.id in self.module.forward_context_names:
             return _Val(FUNC, ("forward-context", None, None, None, None))
+        if e.id in self.module.constants:
+            return _const(self.module.constants[e.id])
         if e.id in self.module.module_names:
             return _OPAQUE
         if e.id in _PURE_BUILTINS or e.id in ("getattr", "hasattr", "isinstance", "type", "super"):
@@ -94,6 +103,7 @@ class ExpressionWalk:
         if base.kind == LAYER:
             return self.layer_attribute(e, attr, st)
         if base.kind == CLS:
+            self.member(e, attr)
             function = self.module.methods.get(attr)
             if function is not None:
                 kind = self._method_kind(e, function)
@@ -137,6 +147,7 @@ class ExpressionWalk:
             return _const(None, derived=True)
         if attr == RATIO_ATTR:
             return _const(self.ratio)
+        self.member(e, attr)
         function = self.module.methods.get(attr)
         if function is not None:
             kind = self._method_kind(e, function)
@@ -159,6 +170,16 @@ class ExpressionWalk:
         if attr.startswith("__") and attr.endswith("__"):
             self.doubt(e, f"reads the layer's {attr}")
         return _OPAQUE
+
+    def member(self, e, attr: str) -> None:
+        """A member of the class read by name: known only where this
+        module's classes define it ahead of every imported base (M2); the
+        runtime checks it on the loaded class."""
+        if attr in self.module.ambiguous:
+            self.doubt(e, f"reads {attr}, which an imported base of {CLASS_NAME} may define "
+                          "ahead of this module's")
+        if attr in self.module.owners:
+            self.module.resolved.add(("member", attr, self.module.owners[attr]))
 
     def class_attribute(self, e, attr: str) -> _Val:
         stmt = self.module.class_attrs[attr]
@@ -211,7 +232,15 @@ class ExpressionWalk:
     def _List(self, e, st, scope):
         return _Val(OPAQUE, derived=self._Tuple(e, st, scope).derived)
 
-    _Set = _List
+    def _Set(self, e, st, scope):
+        """A set display of constants is a new set each time: as a frozenset."""
+        value = self._Tuple(e, st, scope)
+        if value.kind == CONST:
+            try:
+                return _const(frozenset(value.data), value.derived)
+            except TypeError as exc:
+                self.crash(e, st, type(exc).__name__, "puts an unhashable constant in a set")
+        return _Val(OPAQUE, derived=value.derived)
 
     def _Dict(self, e, st, scope):
         values = [self.expr(x, st, scope) for x in [*filter(None, e.keys), *e.values]]
@@ -241,9 +270,17 @@ class ExpressionWalk:
         return value
 
     def _Lambda(self, e, st, scope):
-        for d in [*e.args.defaults, *(d for d in e.args.kw_defaults if d)]:
-            self.expr(d, st, scope)
+        self.defaults(e, st, scope)
         return _Val(FUNC, ("local", e, None, scope, st.env))
+
+    def defaults(self, function, st, scope) -> None:
+        """Default arguments are evaluated when the ``def`` or ``lambda``
+        runs: one that holds the buffer, the layer or code is carried into
+        every later call, which the walk does not model."""
+        for d in [*function.args.defaults, *(d for d in function.args.kw_defaults if d)]:
+            v = self.expr(d, st, scope)
+            if v.derived or v.kind not in (CONST, OPAQUE):
+                self.doubt(d, f"binds a default argument to a {'value derived from ' + BUFFER_ATTR if v.derived else v.kind}")
 
     def _IfExp(self, e, st, scope):
         test = self.expr(e.test, st, scope)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ast
+import copy
 
+from dspark_attn_plugin.warmup_shape.as_loaded import NotAllowed, check_module, namespace
 from dspark_attn_plugin.warmup_shape.syntax import (
     _stmt_binds,
     names_buffer,
@@ -11,52 +13,73 @@ from dspark_attn_plugin.warmup_shape.syntax import (
 from dspark_attn_plugin.warmup_shape.verdict import (
     BUFFER_ATTR,
 )
-from dspark_attn_plugin.target import CLASS_NAME, METHOD_NAME
+from dspark_attn_plugin.target import CLASS_NAME
 
 
 def module_integrity(tree: ast.Module, cls: ast.ClassDef) -> str | None:
-    """R5: why the class as loaded may not be the class as written, or None."""
-    if cls.decorator_list:
-        return f"{CLASS_NAME} is decorated"
-    if cls.keywords:
-        return f"{CLASS_NAME} has class keywords (a metaclass)"
-    bindings = [n for n in cls.body if METHOD_NAME in _stmt_binds(n)]
-    if len(bindings) != 1:
-        return f"{METHOD_NAME} is bound {len(bindings)} times in the class"
-    definitions = 0
-    for node in ast.walk(tree):
-        kind = type(node)
-        if kind is ast.ClassDef and node.name == CLASS_NAME:
-            definitions += 1
-            if definitions > 1:
-                return f"{CLASS_NAME} is defined more than once"
-        elif kind is ast.Name:
-            if node.id == CLASS_NAME and type(node.ctx) is not ast.Load:
-                return f"the module binds {CLASS_NAME} again (line {node.lineno})"
-        elif kind is ast.Attribute:
-            if (
-                type(node.ctx) is not ast.Load
-                and type(node.value) is ast.Name
-                and node.value.id == CLASS_NAME
-            ):
-                return f"the module changes {CLASS_NAME}.{node.attr} (line {node.lineno})"
-        elif kind in (ast.FunctionDef, ast.AsyncFunctionDef):
-            if node.name == CLASS_NAME:
-                return f"the module binds {CLASS_NAME} again (line {node.lineno})"
-        elif kind is ast.alias:
-            if (node.asname or node.name) == CLASS_NAME:
-                return f"the module imports a name {CLASS_NAME}"
-        elif kind is ast.Call:
-            func = node.func
-            if (
-                type(func) is ast.Name
-                and func.id in ("setattr", "delattr")
-                and node.args
-                and type(node.args[0]) is ast.Name
-                and node.args[0].id == CLASS_NAME
-            ):
-                return f"the module changes {CLASS_NAME} with {func.id} (line {node.lineno})"
+    """R5: why the class as loaded may not be the class as written (the
+    allow-list of ``as_loaded``), or None."""
+    try:
+        check_module(tree, cls)
+    except NotAllowed as exc:
+        return str(exc)
     return None
+
+
+def _constant_value(node, known: dict):
+    """The value of a module constant's expression, or raise ValueError.
+    Mutable containers are not constants (code may change them)."""
+    if isinstance(node, ast.Name):
+        if node.id in known:
+            return known[node.id]
+        raise ValueError(node.id)
+    if isinstance(node, ast.Set):
+        return frozenset(_constant_value(e, known) for e in node.elts)
+    if isinstance(node, ast.Tuple):
+        return tuple(_constant_value(e, known) for e in node.elts)
+    if isinstance(node, (ast.List, ast.Dict)):
+        raise ValueError("mutable")
+    if isinstance(node, (ast.UnaryOp, ast.BinOp)):
+        value = ast.literal_eval(ast.unparse(ast.Expression(_substitute(node, known))))
+        if isinstance(value, (list, dict, set)):
+            raise ValueError("mutable")
+        return value
+    value = ast.literal_eval(node)
+    if isinstance(value, (list, dict, set)):
+        raise ValueError("mutable")
+    return value
+
+
+def _substitute(node, known: dict):
+    class Sub(ast.NodeTransformer):
+        def visit_Name(self, n):
+            if n.id not in known:
+                raise ValueError(n.id)
+            return ast.copy_location(ast.Constant(known[n.id]), n)
+    return Sub().visit(copy.deepcopy(node))
+
+
+def module_constants(tree: ast.Module) -> dict:
+    """Module-level names bound once to an immutable constant expression."""
+    counts: dict[str, int] = {}
+    for stmt in tree.body:
+        for name in _stmt_binds(stmt):
+            counts[name] = counts.get(name, 0) + 1
+    known: dict = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target, value = stmt.targets[0], stmt.value
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            target, value = stmt.target, stmt.value
+        else:
+            continue
+        if not isinstance(target, ast.Name) or counts.get(target.id) != 1:
+            continue
+        try:
+            known[target.id] = _constant_value(value, known)
+        except (ValueError, TypeError, SyntaxError, RecursionError):
+            continue
+    return known
 
 
 class _Module:
@@ -64,19 +87,32 @@ class _Module:
     plain attributes, module functions, module-level names, aliases."""
 
     def __init__(self, tree, cls, methods):
-        self.methods = methods
         self.class_attrs: dict[str, ast.stmt] = {}
         self.functions: dict[str, ast.FunctionDef] = {}
         self.module_names: set[str] = set()
         self.forward_context_names: set[str] = set()
         self.aliases: set[str] = set()
-        if cls is not None:
-            for stmt in cls.body:
-                if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    for name in _stmt_binds(stmt):
-                        self.class_attrs[name] = stmt
+        self.constants: dict = {}
+        # What the walk resolved, for the runtime to check on the loaded
+        # objects: ("member", name, owner class) and ("function", name).
+        self.resolved: set = set()
+        if tree is not None and cls is not None:
+            ns = namespace(tree, cls)
+            self.methods = {**ns.methods, **methods}
+            self.owners = {**ns.owners, **{name: CLASS_NAME for name in methods}}
+            self.class_attrs = ns.attrs
+            self.ambiguous = ns.ambiguous - set(methods)
+        else:
+            self.methods, self.ambiguous = dict(methods), set()
+            self.owners = {name: CLASS_NAME for name in methods}
+            if cls is not None:
+                for stmt in cls.body:
+                    if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        for name in _stmt_binds(stmt):
+                            self.class_attrs[name] = stmt
         if tree is None:
             return
+        self.constants = module_constants(tree)
         counts: dict[str, int] = {}
         for stmt in tree.body:
             for name in _stmt_binds(stmt):
@@ -93,11 +129,13 @@ class _Module:
                         alias.asname or alias.name
                     ) == 1:
                         self.forward_context_names.add(alias.asname or alias.name)
-        # R1: attributes that ever receive a value naming the buffer.
+        # R1: attributes that ever receive a value naming the buffer, or
+        # code of this module that may read it later (a lambda, a function
+        # or method of this module).
         for node in ast.walk(tree):
             if type(node) in (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr):
                 value = getattr(node, "value", None)
-                if value is None or not names_buffer(value):
+                if value is None or not self._carries(value):
                     continue
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for target in targets:
@@ -112,3 +150,16 @@ class _Module:
                     self.aliases.add(name.value)
                 else:
                     self.aliases.add("*")
+
+    def _carries(self, value: ast.expr) -> bool:
+        """``value`` names the buffer or holds code of this module."""
+        if names_buffer(value):
+            return True
+        for n in ast.walk(value):
+            if isinstance(n, ast.Lambda):
+                return True
+            if isinstance(n, ast.Name) and (n.id in self.functions or n.id == CLASS_NAME):
+                return True
+            if isinstance(n, ast.Attribute) and n.attr in self.methods:
+                return True
+        return False

@@ -20,6 +20,7 @@ from dspark_attn_plugin.warmup_shape.state import (
 from dspark_attn_plugin.warmup_shape.syntax import (
     _can_leave,
     _local_names,
+    is_generator,
 )
 from dspark_attn_plugin.warmup_shape.values import (
     CLS,
@@ -120,6 +121,9 @@ class StatementWalk:
             function is m for m in self.module.methods.values()
         ):
             self.doubt(node, "calls a decorated function")
+        if is_generator(function):
+            self.doubt(node, f"calls {getattr(function, 'name', 'a lambda')}, a generator "
+                             "function (it returns a generator and runs its body later)")
         scope = _Scope(function, outer, closure)
         env = self._bind(function, args, kwargs, node, st)
         self.stack.append(function)
@@ -269,8 +273,7 @@ class StatementWalk:
         if isinstance(s, ast.FunctionDef):
             if s.decorator_list:
                 self.doubt(s, "defines a decorated function")
-            for d in [*s.args.defaults, *(d for d in s.args.kw_defaults if d)]:
-                self.expr(d, st, scope)
+            self.defaults(s, st, scope)
             st.env[s.name] = _Val(FUNC, ("local", s, None, scope, st.env))
             return st
         if isinstance(s, (ast.Import, ast.ImportFrom)):

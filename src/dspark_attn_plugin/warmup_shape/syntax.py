@@ -132,3 +132,68 @@ def _decorator_name(node: ast.expr) -> str:
     if isinstance(node, ast.Call):
         return "(call)"
     return ""
+
+
+def _own_nodes(function):
+    """The nodes of ``function``'s own scope (not of nested functions,
+    lambdas or classes; their defaults and decorators are its own)."""
+    body = function.body if isinstance(function.body, list) else [function.body]
+    todo = list(body)
+    while todo:
+        node = todo.pop()
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            a = getattr(node, "args", None)
+            todo += [*getattr(node, "decorator_list", []), *getattr(node, "bases", []),
+                     *(a.defaults if a else []), *(d for d in (a.kw_defaults if a else []) if d)]
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+
+
+def is_generator(function) -> bool:
+    """``function`` has a ``yield`` of its own: calling it returns a generator."""
+    return any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _own_nodes(function))
+
+
+def bound_once(function, name: str) -> bool:
+    """``function`` binds ``name`` in one place, not inside a loop or a
+    comprehension (so a closure reads the value it had when it was made, or
+    an unbound cell)."""
+    a = function.args
+    params = [p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if p]
+    count = params.count(name)
+    body = function.body if isinstance(function.body, list) else [function.body]
+    for stmt in body:
+        count += _bindings_in(stmt, name, in_loop=False)
+    return count == 1
+
+
+def _bindings_in(node, name: str, in_loop: bool) -> int:
+    """Binding sites of ``name`` in ``node`` (own scope); a site inside a
+    loop counts twice."""
+    weight = 2 if in_loop else 1
+    count = 0
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        count += weight if node.name == name else 0
+        a = getattr(node, "args", None)
+        for d in [*node.decorator_list, *getattr(node, "bases", []),
+                  *(a.defaults if a else []), *(d for d in (a.kw_defaults if a else []) if d)]:
+            count += _bindings_in(d, name, in_loop)
+        return count
+    if isinstance(node, ast.Lambda):
+        return sum(_bindings_in(d, name, in_loop)
+                   for d in [*node.args.defaults, *(d for d in node.args.kw_defaults if d)])
+    if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and node.id == name:
+        count += weight
+    elif isinstance(node, ast.alias) and (node.asname or node.name).split(".")[0] == name:
+        count += weight
+    elif isinstance(node, ast.ExceptHandler) and node.name == name:
+        count += weight
+    elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name == name:
+        count += weight
+    elif isinstance(node, ast.MatchMapping) and node.rest == name:
+        count += weight
+    loop = in_loop or isinstance(node, (ast.For, ast.AsyncFor, ast.While, ast.comprehension))
+    for child in ast.iter_child_nodes(node):
+        count += _bindings_in(child, name, loop)
+    return count

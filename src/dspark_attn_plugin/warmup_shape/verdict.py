@@ -41,3 +41,7 @@ class Classification:
     method_line: int | None = None
     # ``affected``: the line of the first statement that fails on the run.
     crash_line: int | None = None
+    # What the walk took the loaded objects to be, for the runtime to check
+    # (``loaded_code``): ("member", name, defining class) for every member
+    # of the class it resolved, ("function", name) for module functions.
+    assumes: tuple = ()

@@ -1,0 +1,437 @@
+"""The module as loaded (R5): the allow-list a flashmla module must pass
+before the walk of ``forward_mqa`` can stand for what runs.
+
+Python decides what runs when it imports the module, not only inside the
+method: a statement after the class can rebind a helper, a base class can
+change its subclasses, a class body can bind a name twice. So the whole
+module is read first, and every statement must be one of these (anything
+else is ``unknown``):
+
+M1 *Module statements*: docstrings; imports of ``IMPORT_ROOTS`` packages
+   (and relative ones); ``if TYPE_CHECKING:`` holding only imports;
+   ``NAME = value`` and ``NAME: T = value`` where the value is *simple*
+   (a constant expression, a module constant, an imported name or its
+   attribute, another class of this module, or a call of an imported name
+   with simple arguments, such as ``logger = init_logger(__name__)``);
+   ``def`` with imported decorators;
+   ``class`` as in M2/M3. Every module-level name is bound once.
+M2 *The class and its bases*: no decorator, no keyword (metaclass); each
+   base an imported name or a class of this module that passes the same
+   test. Their members make up the class, in Python's method resolution
+   order; a member that an imported base may define first is not known.
+M3 *Class bodies*: docstrings, ``def`` (undecorated, or ``staticmethod``,
+   ``classmethod``, ``property``, ``cached_property``), ``NAME = simple``,
+   annotations; every name bound once; no member named as the buffer or
+   the ratio; no special method but ``__init__``, ``__repr__``, ``__str__``.
+   Other classes of the module pass M3 with imported decorators allowed.
+M4 *Stores anywhere in the module*: an attribute is stored or deleted
+   (``setattr``/``delattr`` with a constant name included) only on a
+   method's own instance (``self.x = ...``), never into a name the class
+   defines, nor a special name; no ``global`` statement.
+M5 *No reflection*: the module never names ``eval``, ``exec``,
+   ``compile``, ``globals``, ``locals``, ``vars``, ``__import__``,
+   ``breakpoint``, ``setattr``/``delattr`` with a computed name, nor a
+   special attribute other than ``__name__``, ``__qualname__``,
+   ``__class__``, ``__doc__``, ``__module__``, ``__init__``.
+M6 *Evaluated at definition*: default arguments, decorators, annotations
+   (without ``from __future__ import annotations``), class keywords and
+   bases call nothing but imported names.
+
+The runtime then checks what this reading assumed against the loaded
+objects (``loaded_code``).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from dspark_attn_plugin.target import CLASS_NAME
+from dspark_attn_plugin.warmup_shape.verdict import BUFFER_ATTR, RATIO_ATTR
+
+# Packages a flashmla module may import from (M1): what vLLM's own modules
+# import. Anything else (``sys``, ``inspect``, ``gc``, ...) can reach frames
+# or rebind the module: ``unknown``.
+IMPORT_ROOTS = frozenset({
+    "__future__", "typing", "typing_extensions", "torch", "vllm", "math", "enum",
+    "dataclasses", "contextlib", "functools", "collections", "itertools", "logging",
+    "abc", "numpy", "triton", "einops", "flashinfer", "deep_gemm",
+})
+REFLECTIVE = frozenset({"eval", "exec", "compile", "globals", "locals", "vars",
+                        "__import__", "breakpoint"})
+SPECIAL_ATTRS_READ = frozenset({"__name__", "__qualname__", "__class__", "__doc__",
+                                "__module__", "__init__"})
+SPECIAL_METHODS = frozenset({"__init__", "__repr__", "__str__"})
+MEMBER_DECORATORS = frozenset({"staticmethod", "classmethod", "property", "cached_property"})
+
+
+class NotAllowed(Exception):
+    """The module holds something outside the allow-list."""
+
+
+@dataclass
+class Namespace:
+    """The class's members as the walk may know them."""
+
+    methods: dict = field(default_factory=dict)  # name -> FunctionDef
+    attrs: dict = field(default_factory=dict)  # name -> class-body statement
+    owners: dict = field(default_factory=dict)  # name -> name of the defining class
+    # Defined by a class of this module that an imported base precedes in
+    # the MRO: which one Python finds is not known here.
+    ambiguous: set = field(default_factory=set)
+    members: set = field(default_factory=set)  # every name any of them binds
+
+
+def _line(node) -> str:
+    return f"line {getattr(node, 'lineno', '?')}"
+
+
+def _root(node) -> str | None:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+class _Reader:
+    def __init__(self, tree: ast.Module):
+        self.tree = tree
+        self.imported: set[str] = set()
+        self.constants: set[str] = set()
+        self.classes: dict[str, ast.ClassDef] = {}
+        self.future_annotations = any(
+            isinstance(n, ast.ImportFrom) and n.module == "__future__"
+            and any(a.name == "annotations" for a in n.names)
+            for n in tree.body
+        )
+
+    # -- values ---------------------------------------------------------------
+    def imported_ref(self, node) -> bool:
+        return _root(node) in self.imported and isinstance(node, (ast.Name, ast.Attribute))
+
+    def constant(self, node) -> bool:
+        if isinstance(node, ast.Constant):
+            return True
+        if isinstance(node, ast.Name):
+            return node.id in self.constants
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return all(self.constant(e) for e in node.elts)
+        if isinstance(node, ast.Dict):
+            return all(k is not None and self.constant(k) for k in node.keys) and all(
+                self.constant(v) for v in node.values)
+        if isinstance(node, ast.UnaryOp):
+            return self.constant(node.operand)
+        if isinstance(node, ast.BinOp):
+            return self.constant(node.left) and self.constant(node.right)
+        return False
+
+    def simple(self, node) -> bool:
+        """A constant expression, an imported name, or a call of one with
+        simple arguments (M1)."""
+        if self.constant(node) or self.imported_ref(node):
+            return True
+        if isinstance(node, ast.Name) and (
+            node.id == "__name__" or (node.id in self.classes and node.id != CLASS_NAME)
+        ):
+            return True  # the module's name; another class of this module
+        if isinstance(node, ast.Subscript):
+            return self.simple(node.value) and self.simple(node.slice)
+        if isinstance(node, (ast.Tuple, ast.List)):
+            return all(self.simple(e) for e in node.elts)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):  # int | None
+            return self.simple(node.left) and self.simple(node.right)
+        if isinstance(node, ast.Call):
+            return self.imported_ref(node.func) and all(
+                self.simple(a) for a in node.args) and all(
+                k.arg is not None and self.simple(k.value) for k in node.keywords)
+        return False
+
+    def inert(self, node) -> bool:
+        """Evaluating ``node`` at definition runs no code of this module
+        (M6): no call but of imported names, no walrus, no yield."""
+        for n in ast.walk(node):
+            if isinstance(n, ast.Call) and not (
+                self.imported_ref(n.func) or (isinstance(n.func, ast.Name)
+                                              and n.func.id in MEMBER_DECORATORS)
+            ):
+                return False
+            if isinstance(n, (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await)):
+                return False
+        return True
+
+    def require(self, ok: bool, node, what: str) -> None:
+        if not ok:
+            raise NotAllowed(f"{_line(node)}: {what}")
+
+    # -- definitions ----------------------------------------------------------
+    def function(self, fn, *, decorators_ok) -> None:
+        for d in fn.decorator_list:
+            self.require(decorators_ok(d), d, f"{fn.name} has a decorator the walk cannot see")
+        a = fn.args
+        for d in [*a.defaults, *(d for d in a.kw_defaults if d is not None)]:
+            self.require(self.inert(d), d, f"a default argument of {fn.name} runs code")
+        if not self.future_annotations:
+            notes = [p.annotation for p in [*a.posonlyargs, *a.args, *a.kwonlyargs,
+                                            a.vararg, a.kwarg] if p is not None]
+            for n in [*notes, fn.returns]:
+                if n is not None:
+                    self.require(self.inert(n), n, f"an annotation of {fn.name} runs code")
+
+    def class_body(self, cls: ast.ClassDef, *, strict: bool) -> None:
+        """M3 for ``cls``; ``strict`` for the target and its bases."""
+        seen: set[str] = set()
+        for stmt in cls.body:
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+                continue
+            if isinstance(stmt, ast.Pass):
+                continue
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                name = stmt.name
+                self.function(stmt, decorators_ok=(
+                    (lambda d: _member_decorator(d, self)) if strict else self._decorator_ok))
+                if strict:
+                    self.require(len(stmt.decorator_list) <= 1, stmt,
+                                 f"{cls.name}.{name} has more than one decorator")
+            elif isinstance(stmt, ast.Assign):
+                self.require(len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name),
+                             stmt, f"{cls.name} assigns something other than one name")
+                self.require(self.simple(stmt.value), stmt,
+                             f"{cls.name}.{stmt.targets[0].id} is not a constant or an imported name")
+                name = stmt.targets[0].id
+            elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                if stmt.value is None:
+                    continue  # an annotation binds nothing
+                self.require(self.simple(stmt.value), stmt,
+                             f"{cls.name}.{stmt.target.id} is not a constant or an imported name")
+                name = stmt.target.id
+            else:
+                raise NotAllowed(
+                    f"{_line(stmt)}: {cls.name}'s body holds a {type(stmt).__name__} statement")
+            self.require(name not in seen, stmt, f"{cls.name} binds {name} more than once")
+            seen.add(name)
+            if strict:
+                self.require(name not in (BUFFER_ATTR, RATIO_ATTR), stmt,
+                             f"{cls.name} defines {name} at class level (a descriptor?)")
+                self.require(not _special(name) or name in SPECIAL_METHODS, stmt,
+                             f"{cls.name} defines the special name {name}")
+
+    def _decorator_ok(self, d) -> bool:
+        if isinstance(d, ast.Name) and d.id in MEMBER_DECORATORS and d.id not in self.classes:
+            return True
+        target = d.func if isinstance(d, ast.Call) else d
+        return self.imported_ref(target) and (not isinstance(d, ast.Call) or self.simple(d))
+
+    def target_chain(self, cls: ast.ClassDef, seen: tuple = ()) -> None:
+        """M2 for ``cls`` and every class of this module among its bases."""
+        self.require(cls.name not in seen, cls, f"{cls.name} is its own base")
+        self.require(not cls.decorator_list, cls, f"{cls.name} is decorated")
+        self.require(not cls.keywords, cls, f"{cls.name} has class keywords (a metaclass)")
+        self.class_body(cls, strict=True)
+        for base in cls.bases:
+            if isinstance(base, ast.Name) and base.id in self.classes:
+                self.target_chain(self.classes[base.id], (*seen, cls.name))
+            else:
+                self.require(self.imported_ref(base), base,
+                             f"a base of {cls.name} is neither imported nor a class of this module")
+
+
+def _special(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")
+
+
+def _member_decorator(d, reader: _Reader) -> bool:
+    if isinstance(d, ast.Name):
+        return d.id in MEMBER_DECORATORS and (d.id != "cached_property" or d.id in reader.imported)
+    return (isinstance(d, ast.Attribute) and d.attr == "cached_property"
+            and reader.imported_ref(d))
+
+
+def _module_bindings(stmt) -> list[str]:
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return [(a.asname or a.name).split(".")[0] for a in stmt.names if a.name != "*"]
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [stmt.name]
+    if isinstance(stmt, ast.Assign):
+        return [t.id for t in stmt.targets if isinstance(t, ast.Name)]
+    if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+        return [stmt.target.id] if stmt.value is not None else []
+    if isinstance(stmt, ast.If):
+        return [n for s in stmt.body for n in _module_bindings(s)]
+    return []
+
+
+def _type_checking(test) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _import_root(stmt) -> str:
+    if isinstance(stmt, ast.ImportFrom):
+        return "." if stmt.level else (stmt.module or "").split(".")[0]
+    return ""
+
+
+def check_module(tree: ast.Module, cls: ast.ClassDef) -> None:
+    """Raise NotAllowed, with the line and the reason, unless the module
+    passes M1-M6 with ``cls`` as the target class."""
+    r = _Reader(tree)
+    bound: dict[str, int] = {}
+    for stmt in tree.body:
+        for name in _module_bindings(stmt):
+            r.require(name not in bound, stmt,
+                      f"the module binds {name} again (first at line {bound.get(name)})")
+            bound[name] = stmt.lineno
+    for stmt in tree.body:  # M1, in order: a constant is known after its line
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            continue
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            roots = ([a.name.split(".")[0] for a in stmt.names] if isinstance(stmt, ast.Import)
+                     else [_import_root(stmt)])
+            for root in roots:
+                r.require(root == "." or root in IMPORT_ROOTS, stmt,
+                          f"the module imports {root}, which is not on the allow-list")
+            r.require(not any(a.name == "*" for a in stmt.names), stmt, "a star import")
+            r.imported |= set(_module_bindings(stmt))
+        elif isinstance(stmt, ast.If) and _type_checking(stmt.test):
+            r.require(not stmt.orelse and all(
+                isinstance(s, (ast.Import, ast.ImportFrom)) for s in stmt.body
+            ), stmt, "an `if TYPE_CHECKING:` block holds more than imports")
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            r.require(all(isinstance(t, ast.Name) for t in targets), stmt,
+                      "a module-level assignment to something other than a name")
+            if stmt.value is None:
+                continue
+            r.require(r.simple(stmt.value), stmt,
+                      f"{', '.join(t.id for t in targets)} is assigned a value that is not a "
+                      "constant or an imported name (an alias, or code that runs at import)")
+            if r.constant(stmt.value):
+                r.constants |= {t.id for t in targets}
+            else:
+                r.imported |= {t.id for t in targets}
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            r.function(stmt, decorators_ok=r._decorator_ok)
+        elif isinstance(stmt, ast.ClassDef):
+            r.classes[stmt.name] = stmt
+            if stmt.name != CLASS_NAME:
+                for d in stmt.decorator_list:
+                    r.require(r._decorator_ok(d), d, f"{stmt.name} has a decorator the walk cannot see")
+                for e in [*stmt.bases, *(k.value for k in stmt.keywords)]:
+                    r.require(r.inert(e), e, f"a base or keyword of {stmt.name} runs code")
+                r.class_body(stmt, strict=False)
+        else:
+            raise NotAllowed(
+                f"{_line(stmt)}: a module-level {type(stmt).__name__} statement (the allow-list: "
+                "imports, constants, def, class, if TYPE_CHECKING)")
+    r.target_chain(cls)
+    members = namespace(tree, cls).members
+    _check_everywhere(tree, r, members)
+
+
+def _check_everywhere(tree: ast.Module, r: _Reader, members: set) -> None:
+    """M4 and M5, over every node of the module."""
+    shadowed = set(r.imported) | set(r.constants) | set(r.classes)
+    instance_names = _instance_names(tree, r)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Global):
+            raise NotAllowed(f"{_line(node)}: declares global {', '.join(node.names)}")
+        if isinstance(node, ast.Name) and node.id in REFLECTIVE and node.id not in shadowed:
+            raise NotAllowed(f"{_line(node)}: uses {node.id}, which can reach the layer "
+                             "or rebind the module")
+        if isinstance(node, ast.Attribute) and _special(node.attr) and (
+            node.attr not in SPECIAL_ATTRS_READ or not isinstance(node.ctx, ast.Load)
+        ):
+            raise NotAllowed(f"{_line(node)}: uses the special attribute {node.attr}")
+        if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
+            _check_store(node, node.value, node.attr, instance_names, members)
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id in ("setattr", "delattr") and node.func.id not in shadowed):
+            name = node.args[1] if len(node.args) > 1 else None
+            r.require(isinstance(name, ast.Constant) and isinstance(name.value, str), node,
+                      f"{node.func.id} with a computed name")
+            _check_store(node, node.args[0], name.value, instance_names, members)
+
+
+def _check_store(node, base, attr: str, instance_names: dict, members: set) -> None:
+    own = isinstance(base, ast.Name) and instance_names.get(id(base)) == base.id
+    if not own:
+        raise NotAllowed(f"{_line(node)}: stores .{attr} into something other than a "
+                         "method's own instance (the class, an alias, another object)")
+    if attr in members or _special(attr):
+        raise NotAllowed(f"{_line(node)}: stores into .{attr}, which the class defines")
+
+
+def _instance_names(tree: ast.Module, r: _Reader) -> dict:
+    """For every Name node inside a plain method of a module class that
+    names the method's first parameter: id(node) -> that name."""
+    found: dict = {}
+    for cls in r.classes.values():
+        for fn in cls.body:
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or fn.decorator_list:
+                continue
+            params = [*fn.args.posonlyargs, *fn.args.args]
+            if not params:
+                continue
+            first = params[0].arg
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Name) and n.id == first:
+                    found[id(n)] = first
+    return found
+
+
+def namespace(tree: ast.Module, cls: ast.ClassDef) -> Namespace:
+    """The members of ``cls`` that classes of this module define, resolved
+    as Python's MRO resolves them (M2). Imported bases stand in as opaque
+    classes: a member found only after one of them is ``ambiguous``."""
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    placeholders: dict[str, type] = {}
+    built: dict[str, type] = {}
+
+    def build(node: ast.ClassDef, depth=0) -> type:
+        if node.name in built:
+            return built[node.name]
+        if depth > 32:
+            raise NotAllowed(f"{_line(node)}: bases nest too deep")
+        bases = []
+        for b in node.bases:
+            if isinstance(b, ast.Name) and b.id in classes and b.id != node.name:
+                bases.append(build(classes[b.id], depth + 1))
+            else:
+                key = ast.unparse(b)
+                bases.append(placeholders.setdefault(key, type(f"<{key}>", (), {})))
+        try:
+            made = type(node.name, tuple(bases), {"__node__": node})
+        except TypeError as exc:
+            raise NotAllowed(f"{_line(node)}: {node.name}'s bases cannot be ordered: {exc}")
+        built[node.name] = made
+        return made
+
+    ns = Namespace()
+    past_import = False
+    for k in build(cls).__mro__:
+        node = k.__dict__.get("__node__")
+        if node is None:
+            past_import = past_import or k is not object
+            continue
+        for stmt in node.body:
+            names = []
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                names = [stmt.name]
+            elif isinstance(stmt, ast.Assign):
+                names = [t.id for t in stmt.targets if isinstance(t, ast.Name)]
+            elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None and isinstance(
+                stmt.target, ast.Name
+            ):
+                names = [stmt.target.id]
+            for name in names:
+                ns.members.add(name)
+                if name in ns.owners or name in ns.ambiguous:
+                    continue  # an earlier class in the MRO has it
+                if past_import:
+                    ns.ambiguous.add(name)
+                    continue
+                ns.owners[name] = node.name
+                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    ns.methods[name] = stmt
+                else:
+                    ns.attrs[name] = stmt
+    return ns
