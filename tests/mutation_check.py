@@ -210,13 +210,156 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         "a decorated forward_mqa is walked as if it were not",
         [("warmup_shape/classify.py", "    if not isinstance(method, ast.FunctionDef) or method.decorator_list:\n", "    if not isinstance(method, ast.FunctionDef):\n")],
     ),
-    "R5-rebinding-ignored": (
-        "a module that changes the class after defining it is trusted",
-        [("warmup_shape/module.py", "                type(node.ctx) is not ast.Load\n                and type(node.value) is ast.Name\n", "                False\n                and type(node.value) is ast.Name\n")],
+    # --- the module as loaded (as_loaded.py: M1-M6), one per rule
+    "M1-other-statements-allowed": (
+        "a module-level statement outside the allow-list is trusted",
+        [("warmup_shape/as_loaded.py", '            raise NotAllowed(\n                f"{_line(stmt)}: a module-level', '            str(\n                f"{_line(stmt)}: a module-level')],
     ),
-    "R5-class-twice": (
-        "a class defined twice is trusted",
-        [("warmup_shape/module.py", "            if definitions > 1:\n", "            if definitions > 2:\n")],
+    "M1-any-value-allowed": (
+        "a module-level alias or call of this module's code is trusted",
+        [("warmup_shape/as_loaded.py", "            r.require(r.simple(stmt.value), stmt,", "            r.require(True, stmt,")],
+    ),
+    "M1-any-import-allowed": (
+        "imports of sys, inspect, ... are trusted",
+        [("warmup_shape/as_loaded.py", '                r.require(root == "." or root in IMPORT_ROOTS, stmt,', '                r.require(True, stmt,')],
+    ),
+    "M1-names-bound-again": (
+        "a module-level name bound twice is trusted (the walk reads the last, the class the first)",
+        [("warmup_shape/as_loaded.py", "            r.require(name not in bound, stmt,", "            r.require(True, stmt,")],
+    ),
+    "M1-type-checking-anything": (
+        "an if TYPE_CHECKING: block may hold anything",
+        [("warmup_shape/as_loaded.py", "            r.require(not stmt.orelse and all(", "            r.require(True or all(")],
+    ),
+    "M2-class-decorated": (
+        "a decorated class is trusted",
+        [("warmup_shape/as_loaded.py", "        self.require(not cls.decorator_list, cls,", "        self.require(True, cls,")],
+    ),
+    "M2-any-base": (
+        "a base made by code of this module is trusted",
+        [("warmup_shape/as_loaded.py", "                self.require(self.imported_ref(base), base,", "                self.require(True, base,")],
+    ),
+    "M2-mro-ignored": (
+        "a member an imported base may define first is taken from this module",
+        [("warmup_shape/as_loaded.py", "                if past_import:\n", "                if False:\n")],
+    ),
+    "M3-class-body-bound-twice": (
+        "a class body that binds a name twice is trusted",
+        [("warmup_shape/as_loaded.py", "            self.require(name not in seen, stmt,", "            self.require(True, stmt,")],
+    ),
+    "M3-class-value-anything": (
+        "a class attribute bound to code of this module is trusted",
+        [("warmup_shape/as_loaded.py", "                self.require(self.simple(stmt.value), stmt,\n                             f\"{cls.name}.{stmt.targets[0].id}", "                self.require(True, stmt,\n                             f\"{cls.name}.{stmt.targets[0].id}")],
+    ),
+    "M3-buffer-at-class-level": (
+        "a class-level member named as the buffer is trusted",
+        [("warmup_shape/as_loaded.py", "                self.require(name not in (BUFFER_ATTR, RATIO_ATTR), stmt,", "                self.require(True, stmt,")],
+    ),
+    "M3-special-methods": (
+        "__getattr__, __init_subclass__, ... in the class or a mixin are trusted",
+        [("warmup_shape/as_loaded.py", "                self.require(not _special(name) or name in SPECIAL_METHODS, stmt,", "                self.require(True, stmt,")],
+    ),
+    "M4-global": (
+        "a global statement is trusted",
+        [("warmup_shape/as_loaded.py", '            raise NotAllowed(f"{_line(node)}: declares global', '            str(f"{_line(node)}: declares global')],
+    ),
+    "M4-stores-anywhere": (
+        "stores into the class or another object are trusted",
+        [("warmup_shape/as_loaded.py", "    if not own:\n", "    if False:\n")],
+    ),
+    "M4-stores-into-members": (
+        "an instance attribute that shadows a method is trusted",
+        [("warmup_shape/as_loaded.py", "    if attr in members or _special(attr):\n", "    if False:\n")],
+    ),
+    "M4-computed-setattr": (
+        "setattr with a computed name is trusted",
+        [("warmup_shape/as_loaded.py", "            r.require(isinstance(name, ast.Constant) and isinstance(name.value, str), node,", "            r.require(True, node,")],
+    ),
+    "M5-reflection": (
+        "eval, exec, vars, globals, ... are trusted",
+        [("warmup_shape/as_loaded.py", "        if isinstance(node, ast.Name) and node.id in REFLECTIVE and node.id not in shadowed:", "        if False:")],
+    ),
+    "M5-special-attributes": (
+        "__dict__ and other special attributes are trusted",
+        [("warmup_shape/as_loaded.py", "        if isinstance(node, ast.Attribute) and _special(node.attr) and (", "        if False and (")],
+    ),
+    "M6-defaults-run-code": (
+        "a default argument that calls this module's code is trusted",
+        [("warmup_shape/as_loaded.py", "            self.require(self.inert(d), d, f\"a default argument", "            self.require(True, d, f\"a default argument")],
+    ),
+    "M1-special-names": (
+        "a module that rebinds __name__ (or another special name) is trusted",
+        [("warmup_shape/as_loaded.py", "            r.require(all(not _special(t.id) or t.id == \"__all__\" for t in targets), stmt,", "            r.require(True, stmt,")],
+    ),
+    # --- Python's semantics in the walk
+    "walk-walrus-in-comprehension": (
+        "a walrus in a comprehension is taken not to bind the function's name",
+        [("warmup_shape/expressions.py", "        if any(isinstance(n, ast.NamedExpr) for n in _own_nodes(e)):\n", "        if False:\n")],
+    ),
+    "walk-loops-not-unrolled": (
+        "a for over a short constant is walked as any loop (plain for-else reads unknown)",
+        [("warmup_shape/statements.py", "                return self.unrolled(s, it, st, scope)\n", "                pass\n")],
+    ),
+    "edit-no-warmup-branch": (
+        "affected code without the warmup branch's shape makes plan_edit raise",
+        [("warmup_edit.py", "    if branch is None:\n        return refuse(", "    if False:\n        return refuse(")],
+    ),
+    "runtime-unreadable-source": (
+        "a source that cannot be read raises instead of reading unknown",
+        [("loaded_code.py", "    except (ImportError, OSError, UnicodeDecodeError) as exc:\n", "    except ZeroDivisionError as exc:\n")],
+    ),
+    "walk-defaults-ignored": (
+        "a default argument that carries the buffer is not looked at",
+        [("warmup_shape/expressions.py", "            if v.derived or v.kind not in (CONST, OPAQUE):\n", "            if False:\n")],
+    ),
+    "walk-closures-read-early": (
+        "a closure is taken to read its cell's value when it was made",
+        [("warmup_shape/expressions.py", "                if not bound_once(s.outer.function, e.id):\n", "                if False:\n")],
+    ),
+    "walk-generators-run": (
+        "a generator function's body is walked as if the call ran it",
+        [("warmup_shape/statements.py", "        if is_generator(function):\n", "        if False:\n")],
+    ),
+    "walk-set-literal-opaque": (
+        "a set display of constants is not a constant (plain spellings read unknown)",
+        [("warmup_shape/expressions.py", "                return _const(frozenset(value.data), value.derived)\n", "                return _Val(OPAQUE, derived=value.derived)\n")],
+    ),
+    "walk-module-constants-opaque": (
+        "module constants are not known (plain spellings read unknown)",
+        [("warmup_shape/expressions.py", "        if e.id in self.module.constants:\n", "        if False:\n")],
+    ),
+    # --- the runtime checks the walk's assumptions on the loaded objects
+    "runtime-check-skipped": (
+        "the loaded objects are not compared with the source",
+        [("loaded_code.py", "        problem = check_assumptions(module, cls, source, code.co_filename, result.assumes)\n", "        problem = None\n")],
+    ),
+    "runtime-member-code": (
+        "a class member replaced after import is trusted",
+        [("loaded_code.py", '            return f"{owner}.{name} is not the function its source defines"\n', "            pass\n")],
+    ),
+    "runtime-module-function": (
+        "a module function rebound after import is trusted",
+        [("loaded_code.py", '                return f"the module function {name} is not the one its source defines"\n', "                pass\n")],
+    ),
+    "runtime-module-constant": (
+        "a module constant changed after import is trusted",
+        [("loaded_code.py", '                return f"the module constant {name} is {loaded!r}, not {value!r} as its source says"\n', "                pass\n")],
+    ),
+    "runtime-class-constant": (
+        "a class constant changed after import is trusted",
+        [("loaded_code.py", '                return f"{owner}.{name} is {obj!r}, not the constant {value!r} of its source"\n', "                pass\n")],
+    ),
+    "runtime-data-descriptor": (
+        "a data descriptor for the buffer or the ratio is trusted",
+        [("loaded_code.py", '            return f"{CLASS_NAME}.{attr} is a data descriptor ({type(found).__name__})"\n', "            pass\n")],
+    ),
+    "runtime-getattribute": (
+        "a class-level __getattribute__ is trusted",
+        [("loaded_code.py", '        return f"{CLASS_NAME} defines its own __getattribute__"\n', "        pass\n")],
+    ),
+    "runtime-metaclass": (
+        "a metaclass of the class's own is trusted",
+        [("loaded_code.py", '        return f"{CLASS_NAME}\'s metaclass is {type(cls).__name__}"\n', "        pass\n")],
     ),
     "R6-fixed-is-not-affected": (
         "fixed code read as not-affected",
@@ -332,8 +475,9 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
 
 # The tests each mutation runs (the whole offline suite where not named):
 # a mutation is killed when one of them fails.
-_CORE = ["tests/test_small_rules.py", "tests/test_warmup_shape.py", "tests/test_variants.py"]
-FOCUS: dict[str, list[str]] = {name: _CORE for name in MUTATIONS if name.startswith(("R", "switch", "allow", "ifexp", "merge", "edit-", "rebuild", "super-cell", "status-"))}
+_CORE = ["tests/test_small_rules.py", "tests/test_warmup_shape.py", "tests/test_variants.py",
+         "tests/test_module_as_loaded.py"]
+FOCUS: dict[str, list[str]] = {name: _CORE for name in MUTATIONS if name.startswith(("R", "M", "walk-", "runtime-", "switch", "allow", "ifexp", "merge", "edit-", "rebuild", "super-cell", "status-"))}
 FOCUS.update({name: ["tests/test_diagnose.py", "tests/test_diagnose_corpus.py"]
               for name in MUTATIONS if name.startswith(("reader-", "50615-", "diagnose-", "broken-"))})
 FOCUS.update({name: ["tests/test_ray_settings.py"] for name in MUTATIONS if name.startswith("ray-")})

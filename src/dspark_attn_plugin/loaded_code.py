@@ -49,7 +49,10 @@ def classify_loaded(module: types.ModuleType) -> Classification:
         )
     loader = getattr(module, "__loader__", None)
     get_source = getattr(loader, "get_source", None)
-    source = get_source(module.__name__) if get_source else None
+    try:
+        source = get_source(module.__name__) if get_source else None
+    except (ImportError, OSError, UnicodeDecodeError) as exc:
+        return Classification(Verdict.UNKNOWN, f"cannot read the source of {module.__name__}: {exc}")
     if source is None:
         return Classification(Verdict.UNKNOWN, f"no source for {module.__name__}")
     code = func.__code__
@@ -136,6 +139,12 @@ def check_assumptions(module: types.ModuleType, cls: type, source: str, filename
             return f"{CLASS_NAME}.{attr} is a data descriptor ({type(found).__name__})"
     compiled = _compiled(source, filename)
     for entry in assumes:
+        if entry[0] == "constant":
+            _, name, value = entry
+            loaded = module.__dict__.get(name)
+            if type(loaded) is not type(value) or loaded != value:
+                return f"the module constant {name} is {loaded!r}, not {value!r} as its source says"
+            continue
         if entry[0] == "function":
             name = entry[1]
             loaded = module.__dict__.get(name)

@@ -200,7 +200,10 @@ def _classify_snapshot(snap: dict) -> tuple[Verdict, str]:
     # builds the patch. The runtime compares the rebuilt method with the
     # loaded function; here, with the file compiled whole (what an import of
     # it runs).
-    plan = plan_edit(source)
+    try:
+        plan = plan_edit(source)
+    except Exception as exc:  # the runtime leaves such code alone too
+        return Verdict.UNKNOWN, f"the plugin could not read {FLASHMLA_PATH}: {exc!r}"
     result = plan.classification
     if result.verdict is Verdict.AFFECTED:
         refusal = plan.refusal if not plan.applies else _build_check(plan, source, flashmla_path)

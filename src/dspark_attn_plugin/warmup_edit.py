@@ -86,6 +86,8 @@ def plan_edit(source: str) -> EditPlan:
 
     edited = copy.deepcopy(function)
     branch = find_warmup_branch(edited)
+    if branch is None:
+        return refuse(f"{METHOD_NAME} has no `if attn_metadata is None:` branch of that shape")
     line = classification.crash_line
     index = next(
         (

@@ -16,7 +16,8 @@ R1 *The run.* ``forward_mqa`` is interpreted from its first statement as the
    derived, so is whatever is computed from a derived value, whatever code
    chosen by a decided test on a derived value stores or returns (and the
    rest of the function, when the arm not taken could have left it), and
-   any attribute that this module ever stores a buffer-naming value into.
+   any attribute that this module ever stores a buffer-naming value, a
+   lambda or one of its own functions into.
 R2 *Tests.* An ``if``, ``while``, ``assert``, conditional expression,
    ``and``/``or``, ``match`` case or comprehension filter whose value is
    known takes its one arm. Otherwise it takes every arm, and what is under
@@ -37,10 +38,16 @@ R4 *Cannot see.* ``unknown`` when the run reaches: an undecided test on a
    ratio; a statement or expression kind not listed here (``await``,
    ``global``, ``async``, nested classes, ...); a call deeper than
    ``MAX_CALL_DEPTH`` or recursive; a loop whose state does not settle.
-R5 *The class as loaded.* ``unknown`` when ``forward_mqa`` is decorated,
-   async or bound twice in the class; when the class is decorated, has a
-   metaclass, is defined twice or its name is bound again; when the module
-   stores into or deletes from the class after defining it.
+R5 *The module as loaded.* ``unknown`` unless the whole module passes the
+   allow-list M1-M6 of ``as_loaded`` (module statements, the class and its
+   bases, class bodies, stores anywhere, no reflection, nothing run at
+   definition), and ``forward_mqa`` is a plain ``def``. The class's members
+   are those its module classes define, in Python's MRO; one that an
+   imported base may define first is not known. Defaults are evaluated at
+   definition; a closure reads its cell when it runs (one binding, outside
+   loops, or ``unknown``); calling a generator function is ``unknown``. The
+   runtime checks what this reading assumed on the loaded objects
+   (``loaded_code.check_assumptions``).
 R6 *Verdict.* ``affected`` if R3 is certain on either walk; else
    ``unknown`` if R3-maybe or R4 happened; else ``fixed`` if the warmup
    branch (``if attn_metadata is None:``; all of ``forward_mqa`` if it has
@@ -52,11 +59,16 @@ above does not raise for lack of the buffer (it may raise for other reasons:
 ``affected`` can then be wrong, never ``fixed``); attributes of the layer
 other than the buffer and the R1 aliases are not derived from it. A context
 manager other than ``torch.no_grad``-like ones may swallow an exception, so
-the code after its ``with`` is walked as maybe reached.
+the code after its ``with`` is walked as maybe reached. Imported bases are
+outside code too: what they define is not known (R5), and their metaclass
+and what they put on the class are checked on the loaded class only, by the
+runtime (``status`` reads files and cannot see them).
 
 Checked by execution: ``tests/test_generated_variants.py`` and ``make
-fuzz`` run thousands of generated variants of the real warmup branch on
-synthetic layers against these verdicts.
+fuzz`` run thousands of generated variants of the real warmup branch, in
+modules that do what forks do around the class (aliases, mixins, rebinding,
+defaults, closures, generators, reflection, plain constants), on synthetic
+layers against these verdicts.
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ M1 *Module statements*: docstrings; imports of ``IMPORT_ROOTS`` packages
    ``NAME = value`` and ``NAME: T = value`` where the value is *simple*
    (a constant expression, a module constant, an imported name or its
    attribute, another class of this module, or a call of an imported name
-   with simple arguments, such as ``logger = init_logger(__name__)``);
+   with simple arguments, such as ``logger = init_logger(__name__)``),
+   never to a special name but ``__all__``;
    ``def`` with imported decorators;
    ``class`` as in M2/M3. Every module-level name is bound once.
 M2 *The class and its bases*: no decorator, no keyword (metaclass); each
@@ -63,6 +64,8 @@ SPECIAL_ATTRS_READ = frozenset({"__name__", "__qualname__", "__class__", "__doc_
                                 "__module__", "__init__"})
 SPECIAL_METHODS = frozenset({"__init__", "__repr__", "__str__"})
 MEMBER_DECORATORS = frozenset({"staticmethod", "classmethod", "property", "cached_property"})
+# Builtins that make a constant of constants.
+CONSTANT_BUILTINS = frozenset({"frozenset", "tuple"})
 
 
 class NotAllowed(Exception):
@@ -98,6 +101,7 @@ class _Reader:
         self.imported: set[str] = set()
         self.constants: set[str] = set()
         self.classes: dict[str, ast.ClassDef] = {}
+        self.bound = {n for stmt in tree.body for n in _module_bindings(stmt)}
         self.future_annotations = any(
             isinstance(n, ast.ImportFrom) and n.module == "__future__"
             and any(a.name == "annotations" for a in n.names)
@@ -122,6 +126,9 @@ class _Reader:
             return self.constant(node.operand)
         if isinstance(node, ast.BinOp):
             return self.constant(node.left) and self.constant(node.right)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            return (node.func.id in CONSTANT_BUILTINS and node.func.id not in self.bound
+                    and not node.keywords and all(self.constant(a) for a in node.args))
         return False
 
     def simple(self, node) -> bool:
@@ -198,6 +205,8 @@ class _Reader:
                              f"{cls.name}.{stmt.targets[0].id} is not a constant or an imported name")
                 name = stmt.targets[0].id
             elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                self.require(self.future_annotations or self.inert(stmt.annotation), stmt,
+                             f"the annotation of {cls.name}.{stmt.target.id} runs code")
                 if stmt.value is None:
                     continue  # an annotation binds nothing
                 self.require(self.simple(stmt.value), stmt,
@@ -299,6 +308,11 @@ def check_module(tree: ast.Module, cls: ast.ClassDef) -> None:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             r.require(all(isinstance(t, ast.Name) for t in targets), stmt,
                       "a module-level assignment to something other than a name")
+            r.require(all(not _special(t.id) or t.id == "__all__" for t in targets), stmt,
+                      f"the module binds the special name {targets[0].id}")
+            if isinstance(stmt, ast.AnnAssign):
+                r.require(r.future_annotations or r.inert(stmt.annotation), stmt,
+                          f"the annotation of {stmt.target.id} runs code")
             if stmt.value is None:
                 continue
             r.require(r.simple(stmt.value), stmt,

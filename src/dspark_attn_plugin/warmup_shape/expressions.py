@@ -12,6 +12,7 @@ from dspark_attn_plugin.warmup_shape.state import (
     _Unreachable,
 )
 from dspark_attn_plugin.warmup_shape.syntax import (
+    _own_nodes,
     _decorator_name,
     bound_once,
 )
@@ -88,6 +89,7 @@ class ExpressionWalk:
         if e.id in self.module.forward_context_names:
             return _Val(FUNC, ("forward-context", None, None, None, None))
         if e.id in self.module.constants:
+            self.module.resolved.add(("constant", e.id, self.module.constants[e.id]))
             return _const(self.module.constants[e.id])
         if e.id in self.module.module_names:
             return _OPAQUE
@@ -423,6 +425,10 @@ class ExpressionWalk:
         return _Val(OPAQUE, derived=derived)
 
     def _comprehension(self, e, st, scope, parts):
+        if any(isinstance(n, ast.NamedExpr) for n in _own_nodes(e)):
+            # PEP 572: the walrus binds the enclosing function's name, once
+            # per iteration (a generator's, whenever it is consumed).
+            self.doubt(e, "binds a name of the function with := inside a comprehension")
         inner = st.copy(MAYBE)
         derived = False
         for i, gen in enumerate(e.generators):

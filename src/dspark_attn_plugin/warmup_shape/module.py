@@ -5,7 +5,12 @@ from __future__ import annotations
 import ast
 import copy
 
-from dspark_attn_plugin.warmup_shape.as_loaded import NotAllowed, check_module, namespace
+from dspark_attn_plugin.warmup_shape.as_loaded import (
+    CONSTANT_BUILTINS,
+    NotAllowed,
+    check_module,
+    namespace,
+)
 from dspark_attn_plugin.warmup_shape.syntax import (
     _stmt_binds,
     names_buffer,
@@ -26,19 +31,27 @@ def module_integrity(tree: ast.Module, cls: ast.ClassDef) -> str | None:
     return None
 
 
-def _constant_value(node, known: dict):
+def _constant_value(node, known: dict, inside: bool = False, shadowed=frozenset()):
     """The value of a module constant's expression, or raise ValueError.
     Mutable containers are not constants (code may change them)."""
     if isinstance(node, ast.Name):
         if node.id in known:
             return known[node.id]
         raise ValueError(node.id)
-    if isinstance(node, ast.Set):
-        return frozenset(_constant_value(e, known) for e in node.elts)
+    if isinstance(node, (ast.Set, ast.List)):  # mutable: constant only inside frozenset(...)
+        if not inside:
+            raise ValueError("mutable")
+        return tuple(_constant_value(e, known, False, shadowed) for e in node.elts)
     if isinstance(node, ast.Tuple):
-        return tuple(_constant_value(e, known) for e in node.elts)
-    if isinstance(node, (ast.List, ast.Dict)):
+        return tuple(_constant_value(e, known, False, shadowed) for e in node.elts)
+    if isinstance(node, ast.Dict):
         raise ValueError("mutable")
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and (
+        node.func.id in CONSTANT_BUILTINS and node.func.id not in shadowed and not node.keywords
+        and len(node.args) <= 1
+    ):
+        inner = _constant_value(node.args[0], known, True, shadowed) if node.args else ()
+        return {"frozenset": frozenset, "tuple": tuple}[node.func.id](inner)
     if isinstance(node, (ast.UnaryOp, ast.BinOp)):
         value = ast.literal_eval(ast.unparse(ast.Expression(_substitute(node, known))))
         if isinstance(value, (list, dict, set)):
@@ -76,7 +89,7 @@ def module_constants(tree: ast.Module) -> dict:
         if not isinstance(target, ast.Name) or counts.get(target.id) != 1:
             continue
         try:
-            known[target.id] = _constant_value(value, known)
+            known[target.id] = _constant_value(value, known, False, CONSTANT_BUILTINS & counts.keys())
         except (ValueError, TypeError, SyntaxError, RecursionError):
             continue
     return known
@@ -94,7 +107,8 @@ class _Module:
         self.aliases: set[str] = set()
         self.constants: dict = {}
         # What the walk resolved, for the runtime to check on the loaded
-        # objects: ("member", name, owner class) and ("function", name).
+        # objects: ("member", name, owner class), ("function", name) and
+        # ("constant", name, value).
         self.resolved: set = set()
         if tree is not None and cls is not None:
             ns = namespace(tree, cls)

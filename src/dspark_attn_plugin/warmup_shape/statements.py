@@ -47,6 +47,7 @@ from dspark_attn_plugin.warmup_shape.verdict import (
     BUFFER_ATTR,
     MAX_CALL_DEPTH,
     MAX_LOOP_PASSES,
+    MAX_UNROLL,
     RATIO_ATTR,
 )
 
@@ -351,6 +352,10 @@ class StatementWalk:
                 self.crash(s, st, "TypeError", "iterates over None")
             if it.kind != CONST:
                 self.escape(s.iter, it, "an iterator the walk cannot see")
+            if it.kind == CONST and isinstance(it.data, (tuple, str)) and (
+                len(it.data) <= MAX_UNROLL
+            ):
+                return self.unrolled(s, it, st, scope)
         head = st.copy(MAYBE)
         normal: list = []  # states that leave by the loop's own test
         breaks: list = []
@@ -401,6 +406,42 @@ class StatementWalk:
         if out is None:
             return None
         sure = total and not breaks and after is not None and isinstance(s, ast.For)
+        out.reach = st.reach if sure else MAYBE
+        out.total = st.total and sure
+        return out
+
+    def unrolled(self, s: ast.For, it: _Val, st: _State, scope: _Scope) -> _State | None:
+        """A ``for`` over a short constant: the body once per item, in
+        order, each with its item; ``break`` leaves, ``else`` runs when no
+        ``break`` did."""
+        cur: _State | None = st
+        breaks: list = []
+        for item in it.data:
+            if cur is None:
+                break
+            body_st = cur.copy()
+            body_st.total = cur.total
+            self.store(s.target, _const(item, it.derived), body_st, scope)
+            scope.breaks.append([])
+            scope.continues.append([])
+            try:
+                end = self.block(s.body, body_st, scope)
+            finally:
+                level_breaks, continues = scope.breaks.pop(), scope.continues.pop()
+            breaks += level_breaks
+            goes_on = [e for e in [end, *continues] if e is not None]
+            nxt = _join_states(goes_on, scope.locals)
+            if nxt is not None and (level_breaks or len(goes_on) != 1 or not goes_on[0].total):
+                nxt.reach, nxt.total = MAYBE, False  # some paths left, or several go on
+            cur = nxt
+        after = cur
+        if after is not None and s.orelse:
+            after = self.block(s.orelse, after, scope)
+        exits = [e for e in [after, *breaks] if e is not None]
+        out = _join_states(exits, scope.locals)
+        if out is None:
+            return None
+        sure = len(exits) == 1 and exits[0].total and exits[0].reach == st.reach
         out.reach = st.reach if sure else MAYBE
         out.total = st.total and sure
         return out

@@ -136,9 +136,10 @@ def _decorator_name(node: ast.expr) -> str:
 
 def _own_nodes(function):
     """The nodes of ``function``'s own scope (not of nested functions,
-    lambdas or classes; their defaults and decorators are its own)."""
-    body = function.body if isinstance(function.body, list) else [function.body]
-    todo = list(body)
+    lambdas or classes; their defaults and decorators are its own); for an
+    expression, its nodes outside nested functions and lambdas."""
+    body = getattr(function, "body", function)
+    todo = list(body) if isinstance(body, list) else [body]
     while todo:
         node = todo.pop()
         yield node

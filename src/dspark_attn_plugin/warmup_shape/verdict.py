@@ -14,6 +14,8 @@ SWA_RATIOS = (0, 1)
 MAX_CALL_DEPTH = 8
 # How many passes a loop body gets before its state must have settled.
 MAX_LOOP_PASSES = 6
+# A ``for`` over a constant this short is walked once per item.
+MAX_UNROLL = 8
 
 
 class Verdict(str, enum.Enum):
@@ -43,5 +45,6 @@ class Classification:
     crash_line: int | None = None
     # What the walk took the loaded objects to be, for the runtime to check
     # (``loaded_code``): ("member", name, defining class) for every member
-    # of the class it resolved, ("function", name) for module functions.
+    # of the class it resolved, ("function", name) for module functions,
+    # ("constant", name, value) for module constants.
     assumes: tuple = ()

@@ -1,0 +1,276 @@
+"""The module as loaded: what a fork's module does around ``forward_mqa``
+(warmup_shape/as_loaded.py, M1-M6), and the runtime's check of the walk's
+assumptions on the loaded objects (loaded_code.check_assumptions).
+
+Sources are vLLM 0.27.1's own ``flashmla.py`` (affected) and the same with
+vLLM #50693 applied (fixed), each with a harmless helper ``_prepare`` that
+the warmup calls; a shape then changes what runs around it."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import logging
+import sys
+
+import pytest
+
+from dspark_attn_plugin import instrumentation, loaded_code, patch
+from dspark_attn_plugin.warmup_shape import Verdict, classify_source
+
+import flashmla_variants as variants
+
+LOGGER = "vllm.dspark_attn_plugin"
+STRICT = "def _strict(self, *args):\n    return self.topk_indices_buffer.shape[-1]\n\n\n"
+ANCHOR = "class DeepseekV4FlashMLAAttention("
+_n = itertools.count()
+
+
+def build(stock: str, *, fixed=True, top="", body="", after="", warmup=(), bases="",
+          swa_test=None, helper="    def _prepare(self):\n        return None\n\n") -> str:
+    text = variants.upstream_fix(stock) if fixed else stock
+    lines = ["self._prepare()", *warmup]
+    text = variants._replace_once(
+        text, "        if attn_metadata is None:\n",
+        "        if attn_metadata is None:\n" + "".join(" " * 12 + l + "\n" for l in lines))
+    if swa_test:
+        text = variants._replace_once(text, " " * 12 + "swa_only = self.compress_ratio <= 1\n",
+                                      " " * 12 + f"swa_only = {swa_test}\n")
+    text = variants._replace_once(text, "    def forward_mqa(\n", helper + body + "    def forward_mqa(\n")
+    if bases:
+        text = variants._replace_once(text, ANCHOR, ANCHOR + bases)
+    text = variants._replace_once(text, ANCHOR, top + ANCHOR)
+    return text + ("\n\n" + after if after else "")
+
+
+@pytest.fixture
+def stock(flashmla):
+    return flashmla.__loader__.get_source(flashmla.__name__)
+
+
+def test_the_controls_read_as_their_base(stock):
+    assert classify_source(build(stock)).verdict is Verdict.FIXED
+    assert classify_source(build(stock, fixed=False)).verdict is Verdict.AFFECTED
+
+
+# Each: a module whose SWA-only warmup, as Python runs it, may fail for lack
+# of the buffer (or whose class is not what the walk reads): never safe, and
+# the reason names the rule that refuses it (what the WARNING and `status`
+# tell the operator).
+NOT_SAFE = {
+    # M1: module statements
+    "alias-of-the-class": (dict(
+        top=STRICT, after="_Alias = DeepseekV4FlashMLAAttention\n"),
+        "_Alias is assigned a value that is not a constant"),
+    "module-level-call-that-sets-a-class-attribute": (dict(
+        top=STRICT, after="def _install():\n    DeepseekV4FlashMLAAttention._prepare = _strict\n\n\n_install()\n"),
+        "a module-level Expr statement"),
+    "setattr-after-the-class": (dict(
+        top=STRICT, after="setattr(DeepseekV4FlashMLAAttention, '_prepare', _strict)\n"),
+        "a module-level Expr statement"),
+    "import-outside-the-allow-list": (dict(top="import sys\n\n\n"), "imports sys"),
+    "mixin-defined-again-after-the-class": (dict(
+        top="class _Mixin:\n    def _ready(self):\n        return self.topk_indices_buffer.shape[-1]\n\n\n",
+        bases="_Mixin, ", warmup=("self._ready()",),
+        after="class _Mixin:\n    def _ready(self):\n        return 0\n"),
+        "binds _Mixin again"),
+    "type-checking-block-with-a-class": (dict(
+        top="if TYPE_CHECKING:\n    class Other:\n        pass\n\n\n"), "holds more than imports"),
+    # M2: the class and its bases
+    "class-decorated": (dict(top="def _keep(cls):\n    return cls\n\n\n@_keep\n"), "is decorated"),
+    "base-made-by-a-call": (dict(top="from vllm.utils import make_base\n\n\n", bases="make_base(), "),
+                            "neither imported nor a class of this module"),
+    "mixin-init-subclass": (dict(
+        top=STRICT + "class _Mixin:\n    def __init_subclass__(cls, **kw):\n        cls._prepare = _strict\n\n\n",
+        bases="_Mixin, "), "special name __init_subclass__"),
+    "mixin-after-an-imported-base": (dict(
+        top="class _Mixin:\n    def _ready(self):\n        return 0\n\n\n", warmup=("self._ready()",)),
+        "an imported base of DeepseekV4FlashMLAAttention may define"),
+    # M3: class bodies
+    "class-body-binds-a-helper-twice": (dict(body="    _prepare = None\n"), "binds _prepare more than once"),
+    "class-body-binds-a-function": (dict(top=STRICT, body="    _other = _strict\n"),
+                                    "_other is not a constant or an imported name"),
+    "class-level-buffer-descriptor": (dict(body="    topk_indices_buffer = None\n"),
+                                      "defines topk_indices_buffer at class level"),
+    "class-defines-getattr": (dict(body="    def __getattr__(self, name):\n        return None\n\n"),
+                              "special name __getattr__"),
+    # M4: stores anywhere
+    "method-stores-into-the-class": (dict(
+        top=STRICT, body="    def _setup(self):\n        type(self)._prepare = _strict\n\n"),
+        "into something other than a method's own instance"),
+    "method-shadows-a-method": (dict(
+        body="    def _setup(self):\n        self._prepare = self._o_proj\n\n"),
+        "stores into ._prepare, which the class defines"),
+    "global-statement": (dict(body="    def _other(self):\n        global _x\n        _x = 1\n\n"),
+                         "declares global _x"),
+    "setattr-with-a-computed-name": (dict(
+        body="    def _setup(self, name, value):\n        setattr(self, name, value)\n\n"),
+        "setattr with a computed name"),
+    # M5: reflection
+    "vars-of-the-layer": (dict(warmup=("x = vars(self)['topk_indices_buffer'].shape",)), "uses vars"),
+    "eval-of-a-string": (dict(warmup=("eval('self.topk_indices_buffer.shape')",)), "uses eval"),
+    "dict-of-the-layer": (dict(warmup=("x = self.__dict__['topk_indices_buffer'].shape",)),
+                          "special attribute __dict__"),
+    # M6: evaluated at definition
+    "default-runs-module-code": (dict(
+        top="def _make():\n    return 0\n\n\ndef _helper(x=_make()):\n    return x\n\n\n"),
+        "a default argument of _helper runs code"),
+    # Python's semantics inside the run
+    "default-argument-carries-the-buffer": (dict(
+        warmup=("_f = lambda b=self.topk_indices_buffer: b.shape", "_f()")),
+        "binds a default argument to a value derived from topk_indices_buffer"),
+    "closure-reads-its-cell-late": (dict(
+        warmup=("cell = 0", "def _g():", "    return cell.shape", "cell = self.topk_indices_buffer", "_g()")),
+        "reads cell from an enclosing function that binds it more than once"),
+    "walrus-in-a-comprehension": (dict(
+        warmup=("x = [(swa_only := False) for _ in (0,)]",)),
+        "with := inside a comprehension"),
+    "module-rebinds-its-name": (dict(after="__name__ = 'elsewhere'\n"),
+                                "binds the special name __name__"),
+    "generator-function-called": (dict(
+        top="def _gen(layer):\n    yield layer.topk_indices_buffer.shape\n\n\n",
+        warmup=("x = list(_gen(self))",)), "a generator function"),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(NOT_SAFE))
+def test_module_shapes_that_may_crash_are_never_safe(stock, shape):
+    kwargs, reason = NOT_SAFE[shape]
+    text = build(stock, **kwargs)
+    if shape == "mixin-after-an-imported-base":  # the mixin after vLLM's base
+        text = text.replace(ANCHOR + "DeepseekV4Attention)", ANCHOR + "DeepseekV4Attention, _Mixin)")
+    result = classify_source(text)
+    assert result.verdict is Verdict.UNKNOWN and reason in result.reason, result.reason
+
+
+# Plain spellings of the fix: read fixed (on the affected base: affected).
+PLAIN = {
+    "set-literal": dict(swa_test="self.compress_ratio in {0, 1}"),
+    "module-constant-tuple": dict(top="_SWA_ONLY_RATIOS = (0, 1)\n\n\n",
+                                  swa_test="self.compress_ratio in _SWA_ONLY_RATIOS"),
+    "module-constant-frozenset": dict(top="_SWA = frozenset({0, 1})\n\n\n",
+                                      swa_test="self.compress_ratio in _SWA"),
+    "type-checking-imports": dict(top="if TYPE_CHECKING:\n    from vllm.config import VllmConfig\n\n\n"),
+    "logger": dict(top="from vllm.logger import init_logger\n\nlogger = init_logger(__name__)\n\n\n"),
+    "for-else": dict(warmup=("for _r in (0, 1):", "    if self.compress_ratio == _r:", "        break",
+                             "else:", "    _r = None")),
+    "mixin-before-the-imported-base": dict(
+        top="class _Mixin:\n    def _ready(self):\n        return self.compress_ratio <= 1\n\n\n",
+        bases="_Mixin, ", warmup=("x = self._ready()",)),
+    "default-argument-of-the-ratio": dict(warmup=("_f = lambda r=self.compress_ratio: r", "x = _f()")),
+    "property-helper": dict(body="    @property\n    def _swa(self):\n        return self.compress_ratio <= 1\n\n",
+                            swa_test="self._swa"),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(PLAIN))
+def test_plain_spellings_read_fixed(stock, shape):
+    result = classify_source(build(stock, **PLAIN[shape]))
+    assert result.verdict is Verdict.FIXED, result.reason
+    affected = classify_source(build(stock, fixed=False, **PLAIN[shape]))
+    assert affected.verdict is Verdict.AFFECTED, affected.reason
+
+
+def test_the_walk_records_what_it_assumed(stock):
+    text = build(stock, top=("_SWA = (0, 1)\n\n\ndef _probe(layer):\n    return 0\n\n\n"),
+                 swa_test="self.compress_ratio in _SWA", warmup=("_probe(self)",))
+    assumes = set(classify_source(text).assumes)
+    assert {("member", "forward_mqa", "DeepseekV4FlashMLAAttention"),
+            ("member", "_prepare", "DeepseekV4FlashMLAAttention"),
+            ("function", "_probe"), ("constant", "_SWA", (0, 1))} <= assumes
+
+
+# --- the runtime checks the assumptions on the loaded objects -----------------------
+
+
+def _load(text: str, tmp_path):
+    name = f"flashmla_as_loaded_{next(_n)}"
+    path = tmp_path / f"{name}.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+AFFECTED_WITH_HELPERS = dict(
+    fixed=False,
+    top="_SWA = (0, 1)\n\n\ndef _probe(layer):\n    return 0\n\n\n",
+    warmup=("_probe(self)", "x = self.compress_ratio in _SWA"),
+    body="    LIMIT = 4\n\n    def _limit(self):\n        return self.LIMIT\n\n",
+)
+
+
+def _decide(module, caplog):
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    instrumentation._decide(module)
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    return patch.is_patched(module), warnings
+
+
+def test_loaded_module_as_its_source_says_is_patched(stock, tmp_path, caplog, cpu_workspace):
+    text = build(stock, **{**AFFECTED_WITH_HELPERS, "warmup": (*AFFECTED_WITH_HELPERS["warmup"], "y = self._limit()")})
+    assert classify_source(text).verdict is Verdict.AFFECTED
+    module = _load(text, tmp_path)
+    patched, warnings = _decide(module, caplog)
+    assert patched and warnings == []
+
+
+@pytest.mark.parametrize("change, named", [
+    (lambda m: setattr(m.DeepseekV4FlashMLAAttention, "_prepare", lambda self: 1), "_prepare"),
+    (lambda m: setattr(m, "_probe", lambda layer: 1), "_probe"),
+    (lambda m: setattr(m, "_SWA", (0, 1, 2)), "_SWA"),
+    (lambda m: setattr(m.DeepseekV4FlashMLAAttention, "LIMIT", 5), "LIMIT"),
+    (lambda m: setattr(m.DeepseekV4FlashMLAAttention, "topk_indices_buffer",
+                       property(lambda self: None, lambda self, v: None)), "topk_indices_buffer"),
+    (lambda m: setattr(m.DeepseekV4FlashMLAAttention, "compress_ratio",
+                       property(lambda self: 1, lambda self, v: None)), "compress_ratio"),
+    (lambda m: setattr(m.DeepseekV4FlashMLAAttention, "__getattribute__",
+                       lambda self, name: object.__getattribute__(self, name)), "__getattribute__"),
+])
+def test_loaded_objects_that_differ_from_the_source_are_left_alone(
+    stock, tmp_path, caplog, cpu_workspace, change, named
+):
+    text = build(stock, **{**AFFECTED_WITH_HELPERS, "warmup": (*AFFECTED_WITH_HELPERS["warmup"], "y = self._limit()")})
+    module = _load(text, tmp_path)
+    change(module)  # what other code did to the module after its import
+    patched, warnings = _decide(module, caplog)
+    assert not patched
+    assert len(warnings) == 1 and named in warnings[0], warnings
+
+
+def test_a_metaclass_of_its_own_is_not_assumed_plain(stock, tmp_path):
+    module = _load(build(stock, fixed=False), tmp_path)
+    cls = module.DeepseekV4FlashMLAAttention
+    meta = type("Meta", (type(cls),), {})
+    other = meta(cls.__name__, (cls,), {})
+    source = module.__loader__.get_source(module.__name__)
+    result = classify_source(source)
+    problem = loaded_code.check_assumptions(module, other, source, module.__file__, result.assumes)
+    assert problem and "metaclass" in problem
+    assert loaded_code.check_assumptions(module, cls, source, module.__file__, result.assumes) is None
+
+
+def test_affected_code_without_the_warmup_branch_shape_is_refused_not_raised(
+    stock, tmp_path, caplog, cpu_workspace
+):
+    from dspark_attn_plugin import status
+
+    text = variants._replace_once(
+        stock, "        if attn_metadata is None:\n",
+        "        if attn_metadata is None and self.topk_indices_buffer is not None:\n")
+    path = tmp_path / "flashmla.py"
+    path.write_text(text)
+    verdict, reason = status._classify_file(str(tmp_path), str(path))
+    assert verdict is Verdict.UNKNOWN and "cannot patch" in reason, reason
+    module = _load(text, tmp_path)
+    patched, warnings = _decide(module, caplog)
+    assert not patched and len(warnings) == 1
+
+
+def test_a_module_whose_source_cannot_be_read_is_left_alone(stock, tmp_path, caplog, cpu_workspace):
+    module = _load(build(stock, fixed=False), tmp_path)
+    module.__name__ = "vllm.models.deepseek_v4.nvidia.not_this_one"
+    patched, warnings = _decide(module, caplog)
+    assert not patched and len(warnings) == 1 and "cannot read the source" in warnings[0]
