@@ -538,7 +538,12 @@ def main(argv=None) -> int:
                 print(f"{name:<42} DID NOT APPLY  {problem}", flush=True)
                 code = max(code, 2)
                 continue
-            rc, seconds, first = _run_tests(root, args.timeout, FOCUS.get(name, ["tests"]))
+            if name == "(baseline)":  # the tests the chosen mutations run, unmutated
+                tests = sorted({t for n in names for t in FOCUS.get(n, ["tests"])})
+                tests = ["tests"] if "tests" in tests else tests
+            else:
+                tests = FOCUS.get(name, ["tests"])
+            rc, seconds, first = _run_tests(root, args.timeout, tests)
             if name == "(baseline)":
                 outcome = "passes" if rc == 0 else "FAILS"
                 if rc != 0:

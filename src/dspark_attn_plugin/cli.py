@@ -68,6 +68,9 @@ def _diagnose(paths: list[str], as_json: bool) -> int:
         result = diagnose.diagnose(diagnose.read_paths(paths))
     except diagnose.LogError as exc:
         print(f"dspark-attn-plugin diagnose: {exc}", file=sys.stderr)
+        if as_json:
+            _print(json.dumps({"verdict": "unreadable", "exit_code": diagnose.EXIT_UNREADABLE,
+                               "error": str(exc)}))
         return diagnose.EXIT_UNREADABLE
     _print(json.dumps(result.to_dict()) if as_json else diagnose.render(result))
     return result.exit_code

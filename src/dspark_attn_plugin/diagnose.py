@@ -5,28 +5,37 @@ Exit status:
 
 0  protected, or not needed: the plugin patched every process that ran the
    model's warmup, or it found the build not affected / fixed there, or the
-   log's model is not DeepSeek-V4 (#50615 cannot happen there);
+   log names its model's architecture and it is not DeepSeek-V4 (#50615
+   cannot happen there). Only on such evidence: a path, a cut log, a log
+   whose order cannot be read are never 0;
 1  the #50615 crash (the warmup's ``topk_indices_buffer`` assertion under
    ``profile_run``) with the plugin not in effect; a one-line remedy says
    what to change;
 2  nothing conclusive: an empty log, not a vLLM log, a log that stops before
-   the warmup, or a server that started with the plugin not in effect in
-   every process that runs the model;
-3  a different crash: this plugin does not address it;
-4  the input cannot be read (a missing file, a folder, binary data, text
-   that is not UTF-8).
+   the warmup (and no earlier start in it got there), a log written newest
+   first, or a server that started with the plugin not in effect in every
+   process that runs the model;
+3  a different crash (a process that died, killed by the OOM killer say,
+   is one): this plugin does not address it;
+4  the input cannot be read (a missing file, a folder, binary data).
 
-A log that holds several starts of the server is judged by its last one;
-the report says what the earlier ones came to.
+A log that holds several starts of the server is judged by its last one
+that reached its warmup (or crashed); the report says what the others came
+to. Files are read as they are on disk (gzip, UTF-16, NUL padding, bytes
+that are not UTF-8: each noted) and through the exports operators download
+(JSON lines or arrays, CSV; ``log_exports``).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import asdict, dataclass, field
 
-from dspark_attn_plugin.log_reader import Log, LogError, LogReader, Process, Traceback, read_lines
+from dspark_attn_plugin.log_exports import vllm_lines
+from dspark_attn_plugin.log_input import TextLines
+from dspark_attn_plugin.log_reader import Log, LogError, LogReader, Process, Traceback
 
 EXIT_OK, EXIT_CRASH, EXIT_INCONCLUSIVE, EXIT_OTHER_CRASH, EXIT_UNREADABLE = 0, 1, 2, 3, 4
 
@@ -37,7 +46,7 @@ EXIT_CODES_HELP = (
     "crash with the plugin not in effect (a remedy follows); 2 nothing conclusive "
     "(empty, not a vLLM log, stops before the warmup, or the plugin not in effect "
     "in every process that runs the model); 3 a different crash, which this plugin "
-    "does not address; 4 the input cannot be read."
+    "does not address; 4 the input cannot be read. 0 only on positive evidence."
 )
 
 PLUGIN_NAME = "dspark_attn_plugin"
@@ -57,6 +66,9 @@ class Diagnosis:
     lines_read: int = 0
     starts: int = 1  # starts of the server in the log; the last one is judged
     earlier: list[dict] = field(default_factory=list)  # what earlier starts came to
+    notes: list[str] = field(default_factory=list)  # what reading the input took
+    # The start judged got to its warmup (or crashed): a verdict of its own.
+    reached: bool = True
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -133,7 +145,37 @@ def _state_text(p: Process) -> str:
     return "; ".join(parts) or "no line from the plugin"
 
 
+CONCLUSIVE_EARLIER = ("crash-50615", "other-crash", "protected", "not-needed", "not-applicable")
+
+
 def diagnose(log: Log) -> Diagnosis:
+    """The verdict on ``log``: its last start, or, where that one had not
+    reached its warmup, the most recent start in the log that did."""
+    if log.newest_first:
+        return Diagnosis(
+            "inconclusive", EXIT_INCONCLUSIVE,
+            "Nothing conclusive: this log reads newest first (its timestamps go back "
+            f"{log.newest_first} times), so its starts and tracebacks cannot be read in "
+            "order. Export it oldest first (Loki: `logcli query --forward`; gcloud: "
+            "`--order=asc`), or reverse it (`tac LOG | dspark-attn-plugin diagnose -`).",
+            lines_read=log.total_lines or log.lines, starts=log.runs, notes=list(log.notes),
+            reached=False,
+        )
+    d = _judge(log)
+    previous = log.previous
+    if not d.reached and previous is not None:
+        start, from_line, earlier = previous
+        return Diagnosis(
+            earlier.verdict, earlier.exit_code,
+            f"The last start (from line {log.first_line:,}) had not reached its warmup; "
+            f"start {start} (from line {from_line:,}) before it: {earlier.summary}",
+            remedy=earlier.remedy, crash=earlier.crash, processes=earlier.processes,
+            lines_read=d.lines_read, starts=d.starts, earlier=d.earlier, notes=d.notes,
+        )
+    return d
+
+
+def _judge(log: Log) -> Diagnosis:
     # Lines with no prefix that said nothing of interest are no process to report.
     procs = [
         p for p in log.ordered()
@@ -141,17 +183,22 @@ def diagnose(log: Log) -> Diagnosis:
     ]
     reports = [_process_report(p) for p in procs]
 
-    def made(verdict: str, code: int, summary: str, **more) -> Diagnosis:
-        if stopped_at is not None and verdict != "other-crash":
-            summary += f" (The server was stopped at line {log.first_line + stopped_at:,} of the log.)"
+    def made(verdict: str, code: int, summary: str, stop_note: bool = True, **more) -> Diagnosis:
+        if stop_note and stopped_at is not None:
+            summary += f" (The server was stopped at line {log.stopping_line:,} of the log.)"
         if log.runs > 1:
             summary += (f" This is the last of {log.runs} starts of the server in the log "
-                        f"(it begins at line {log.first_line + 1:,}).")
+                        f"(it begins at line {log.first_line:,}).")
         return Diagnosis(verdict, code, summary, processes=reports,
                          lines_read=log.total_lines or log.lines, starts=log.runs,
-                         earlier=list(log.earlier), **more)
+                         earlier=list(log.earlier), notes=list(log.notes), **more)
 
+    # A stop asked for (Ctrl-C, SIGTERM, "Shutting down") is no crash, and
+    # what processes raise after it follows from it; but vLLM shutting down
+    # because a process died is the death's doing, not a stop.
     stopped_at = log.stopping_at
+    if log.death is not None and stopped_at is not None and log.death[0] <= stopped_at:
+        stopped_at = None
     crashed = [p for p in procs if p.crash_50615 is not None]
     if crashed:
         first = crashed[0].crash_50615
@@ -161,16 +208,24 @@ def diagnose(log: Log) -> Diagnosis:
             "crash-50615", EXIT_CRASH,
             f"vllm-project/vllm#50615: AssertionError at {where['file']}:{where['line']} "
             f"in forward_mqa under profile_run, in {', '.join(crash['processes'])}.",
+            stop_note=stopped_at is not None and stopped_at < first.line_no,
             remedy=_remedy(log, crashed), crash=crash,
         )
-    # A stop (Ctrl-C, SIGTERM turned into SystemExit, a cancelled task,
-    # "Shutting down") is no crash, and what processes raise after it (an
-    # EngineDeadError, say) follows from it.
     errors = [
         (t.line_no, p, t) for p in procs for t in p.tracebacks
         if stopped_at is None or t.line_no < stopped_at
     ]
     applies = _deepseek_v4(log)
+    death = log.death if log.death is not None and (
+        stopped_at is None or log.death[0] < stopped_at) else None
+    if death is not None and (not errors or death[0] <= min(e[0] for e in errors)):
+        _, line, text, label = death
+        return made(
+            "other-crash", EXIT_OTHER_CRASH,
+            f"A different crash: a process died ({text}), at line {line:,} of the log, "
+            f"seen by {label}. dspark-attn-plugin does not address it.",
+            stop_note=False, crash={"death": text, "line": line, "processes": [label]},
+        )
     if errors:
         _, proc, tb = min(errors, key=lambda e: e[0])
         where = _where(tb)
@@ -179,24 +234,26 @@ def diagnose(log: Log) -> Diagnosis:
             "other-crash", EXIT_OTHER_CRASH,
             f"A different crash: {tb.exc_type} at {place}, in {proc.label} (the first "
             "traceback in the log). dspark-attn-plugin does not address it.",
-            crash={**where, "processes": [proc.label]},
+            stop_note=False, crash={**where, "processes": [proc.label]},
         )
     if log.vllm_lines == 0:
         what = "empty" if log.lines == 0 else "not a vLLM log (no vLLM log line in it)"
-        return made("inconclusive", EXIT_INCONCLUSIVE, f"Nothing conclusive: the input is {what}.")
+        return made("inconclusive", EXIT_INCONCLUSIVE, f"Nothing conclusive: the input is {what}.",
+                    reached=False)
     if applies is False:
-        model = ", ".join(sorted(log.architectures or log.models))
+        model = ", ".join(sorted(log.architectures))
         return made("not-applicable", EXIT_OK,
                     f"Not applicable: this server runs {model}, not DeepSeek-V4; "
                     "vllm-project/vllm#50615 cannot happen there.")
     model = [p for p in procs if p.runs_model]
     if not model:
         return made("inconclusive", EXIT_INCONCLUSIVE,
-                    "Nothing conclusive: the log stops before any process loads the model.")
+                    "Nothing conclusive: the log stops before any process loads the model.",
+                    reached=False)
     if not any(p.past_warmup for p in procs):
         return made("inconclusive", EXIT_INCONCLUSIVE,
                     "Nothing conclusive: the log stops before the model's warmup "
-                    "(profile_run) is over.")
+                    "(profile_run) is over.", reached=False)
     if all("patched" in p.plugin_states() for p in model):
         rescued = sum(1 for p in model if p.rescued)
         return made(
@@ -219,52 +276,63 @@ def diagnose(log: Log) -> Diagnosis:
 
 
 def _deepseek_v4(log: Log) -> bool | None:
-    """Whether the log's model is DeepSeek-V4 (None: the log does not say)."""
+    """Whether the log's model is DeepSeek-V4 (None: the log does not say).
+    Another model only where the log names the architecture vLLM resolved: a
+    model's path or name alone proves nothing."""
     if log.architectures:
         return any("deepseekv4" in a.lower() for a in log.architectures)
-    if log.models:
-        return any(
-            "deepseek" in m.lower() and ("v4" in m.lower() or "dsv4" in m.lower())
-            for m in log.models
-        )
+    if any(re.search(r"deepseek[-_ ]?v4|dsv4", m, re.IGNORECASE) for m in log.models):
+        return True
     return None
 
 
 def read_paths(paths: list[str], stdin=None) -> Log:
     """Read the logs named (``-`` is standard input) as one deployment's.
     Returns the last start of the server; earlier ones are summarised in
-    its ``earlier`` (the first and last few)."""
+    its ``earlier`` (the first and last few), and the most recent one that
+    reached its warmup is kept in ``previous``."""
     earlier: list[dict] = []
     count = [0]
+    previous = [None]
 
     def finished(run: Log) -> None:
         count[0] += 1
-        d = diagnose(run)
-        entry = {"start": count[0], "from_line": run.first_line + 1, "verdict": d.verdict,
+        run.newest_first = 0
+        d = _judge(run)
+        entry = {"start": count[0], "from_line": run.first_line, "verdict": d.verdict,
                  "exit_code": d.exit_code, "summary": d.summary}
+        if d.reached and d.verdict in CONCLUSIVE_EARLIER + ("inconclusive",):
+            previous[0] = (count[0], run.first_line, d)
         earlier.append(entry)
         if len(earlier) > MAX_EARLIER:
             del earlier[MAX_EARLIER // 2]  # keep the first and the latest
 
     reader = LogReader(on_run_end=finished)
+    notes: list[str] = []
     for index, path in enumerate(paths or ["-"]):
         if index:
             reader.next_source()
-        if path == "-":
-            stream = stdin if stdin is not None else sys.stdin.buffer
-            for line in read_lines(stream, "standard input"):
-                reader.feed(line)
-            continue
-        if os.path.isdir(path):
+        name = "standard input" if path == "-" else path
+        if path != "-" and os.path.isdir(path):
             raise LogError(f"{path}: is a folder, not a log file")
         try:
-            with open(path, "rb") as stream:
-                for line in read_lines(stream, path):
-                    reader.feed(line)
+            stream = (stdin if stdin is not None else sys.stdin.buffer) if path == "-" else open(path, "rb")
         except OSError as exc:
             raise LogError(f"cannot read {path}: {exc.strerror or exc}") from None
+        try:
+            text = TextLines(stream, name)
+            for line in vllm_lines(text, name):
+                reader.feed(line)
+            notes += [f"{name}: {n}" if len(paths) > 1 else n for n in text.notes]
+        except OSError as exc:
+            raise LogError(f"cannot read {path}: {exc.strerror or exc}") from None
+        finally:
+            if path != "-":
+                stream.close()
     log = reader.log
     log.total_lines, log.runs, log.earlier = reader.total_lines, reader.runs, earlier
+    log.previous, log.notes = previous[0], notes
+    log.newest_first = (reader.steps_back or reader.headers_after_frames) if reader.newest_first else 0
     return log
 
 
@@ -303,5 +371,7 @@ def render(d: Diagnosis) -> str:
         for e in d.earlier:
             lines.append(f"  start {e['start']} (from line {e['from_line']:,}): {e['verdict']}, "
                          f"exit {e['exit_code']}")
+    for note in d.notes:
+        lines.append(f"(input: {note})")
     lines.append(f"({d.lines_read:,} lines read; exit {d.exit_code})")
     return "\n".join(lines)

@@ -31,8 +31,11 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-# Longest line kept; the rest of a longer line is dropped.
-MAX_LINE = 64 * 1024
+from dspark_attn_plugin.log_exports import record_lines, vllm_lines
+from dspark_attn_plugin.log_input import MAX_LINE, LogError, TextLines
+
+__all__ = ["Log", "LogError", "LogReader", "Process", "Traceback", "read_lines", "MAX_LINE"]
+
 # Frames kept of one traceback (the innermost ones), besides their names.
 MAX_FRAMES = 64
 # Unprefixed plugin lines and dangling prefixes kept waiting for their process.
@@ -66,6 +69,25 @@ _RUN_END = re.compile(r"exited with code \d+")
 _STOPPING = ("Shutting down", "shutting down", "Received SIGTERM", "Received SIGINT",
              "received signal", "Aborted!")
 _STOPS = {"KeyboardInterrupt", "SystemExit", "CancelledError"}
+# Lines that say a process died: vLLM shuts down because of it, which is a
+# crash, not a stop (what died and how is kept).
+_DEATH = re.compile(
+    r"died unexpectedly|exit code: -?\d+|exitcode=-?\d+|\bSIGKILL\b|\bSIGSEGV\b|\bSIGABRT\b"
+    r"|[Oo]ut of memory|\bOOM[ -]?kill|oom-kill|Killed process|\bOOMKilled\b"
+    r"|terminated by signal|core dumped"
+)
+_DEATH_NOT = re.compile(r"exit code: 0\b|exitcode=0\b|CUDA out of memory")
+# vLLM's head anywhere in the first characters of a line: what comes before
+# it is VLLM_LOGGING_PREFIX (vLLM puts it between the process prefix and the
+# level) or another prefix of the same kind.
+_HEAD_INSIDE = re.compile(
+    r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
+    r"\[?[^\]:\s]+:\d+\] ?"
+)
+# Timestamps, to tell a log written newest first: vLLM's head, ISO 8601.
+_STAMP = re.compile(r"(?:(?P<y>\d{4})-)?(?P<mo>\d\d)-(?P<d>\d\d)[T ](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)")
+# Steps between timestamps smaller than this are interleaving, not order.
+ORDER_STEP = 2
 _ARCH = re.compile(r"Resolved architecture: (?P<arch>\w+)")
 _MODEL = re.compile(r"""(?:'model': |model=)['"](?P<model>[^'"]+)['"]""")
 _HEAD = re.compile(  # vLLM's, and the older one without the bracket before the file
@@ -200,16 +222,23 @@ class Log:
     listed_plugins: set[str] = field(default_factory=set)
     loading_plugins: set[str] = field(default_factory=set)
     vllm_plugins_env: str | None = None
-    stopping_at: int | None = None  # first line that stops the server
+    stopping_at: int | None = None  # first line that stops the server (this run's count)
+    stopping_line: int | None = None  # the same, as a line of the whole input
+    # The first line that says a process died (vLLM shuts down because of
+    # it): (this run's count, line of the input, the line, the process).
+    death: tuple | None = None
     architectures: set[str] = field(default_factory=set)
     models: set[str] = field(default_factory=set)
     started: bool = False  # saw a start of the server
-    first_line: int = 1  # of the whole input, where this run starts
+    first_line: int = 1  # the line of the whole input where this run starts
     # Filled in by the reader's user: the whole input's lines and starts,
     # and what earlier starts came to (bounded).
     total_lines: int = 0
     runs: int = 1
     earlier: list = field(default_factory=list)
+    previous: tuple | None = None  # (start, its first line, its Diagnosis)
+    notes: list = field(default_factory=list)  # what reading the input took
+    newest_first: int = 0  # > 0: the input reads newest first (the evidence's count)
 
     def ordered(self) -> list[Process]:
         return sorted(self.processes.values(), key=lambda p: p.first_line)
@@ -233,6 +262,39 @@ class LogReader:
         # prefix yet, and prefixes whose text is on a later line.
         self._pending: deque = deque(maxlen=MAX_PENDING)
         self._dangling: deque = deque(maxlen=MAX_PENDING)
+        # Order: timestamps that go back or forward (by ORDER_STEP s or
+        # more), and traceback headers met after their frames.
+        self._stamp: int | None = None
+        self.steps_back = 0
+        self.steps_forward = 0
+        self.headers_after_frames = 0
+        self.tracebacks_in_order = 0
+
+    @property
+    def newest_first(self) -> bool:
+        """The input reads newest first (Loki's and most consoles' default)."""
+        if self.steps_back >= 2 and self.steps_back > self.steps_forward:
+            return True
+        return self.headers_after_frames >= 2 and self.tracebacks_in_order == 0
+
+    def _order(self, text: str) -> None:
+        m = _STAMP.search(text, 0, 160)
+        if m is None:
+            return
+        try:
+            stamp = ((int(m["y"] or 0) * 12 + int(m["mo"])) * 31 + int(m["d"])) * 86400 + (
+                int(m["h"]) * 3600 + int(m["mi"]) * 60 + int(m["s"]))
+        except ValueError:
+            return
+        # Against the last time that counted: slow steps add up.
+        if self._stamp is None:
+            self._stamp = stamp
+        elif stamp <= self._stamp - ORDER_STEP:
+            self.steps_back += 1
+            self._stamp = stamp
+        elif stamp >= self._stamp + ORDER_STEP:
+            self.steps_forward += 1
+            self._stamp = stamp
 
     def next_source(self) -> None:
         """The lines that follow come from another file (pids may repeat)."""
@@ -271,7 +333,8 @@ class LogReader:
             except ValueError:
                 pass
         self.runs += 1
-        self.log = Log(first_line=self.total_lines - 1)
+        self.log = Log(first_line=self.total_lines)
+        self.log.lines = 1  # the line that starts it
         self._pending.clear()
         self._dangling.clear()
         if waiting:
@@ -334,6 +397,7 @@ class LogReader:
 
     def feed(self, raw: str) -> None:
         text = _ANSI.sub("", raw.rstrip("\r\n")).rstrip("\r")
+        self._order(text)
         stripped = text.lstrip()
         if stripped.startswith("{") and stripped.rstrip().endswith("}"):
             lines = _json_lines(stripped)
@@ -370,6 +434,9 @@ class LogReader:
             name, pid, ip = self._dangling.popleft()
             found = True
         head = _HEAD.match(line)
+        if head is None and (inside := _HEAD_INSIDE.search(line, 0, 300)) is not None:
+            line = line[inside.start():]  # after VLLM_LOGGING_PREFIX
+            head = _HEAD.match(line)
         file = None
         if head:
             file = head.group("file")
@@ -384,8 +451,11 @@ class LogReader:
         stripped = text.strip()
         if self._traceback(proc, text, stripped):
             return
-        if self.log.stopping_at is None and any(m in stripped for m in _STOPPING):
+        if self.log.death is None and _DEATH.search(stripped) and not _DEATH_NOT.search(stripped):
+            self.log.death = (self.log.lines, self.total_lines, stripped[:300], proc.label)
+        elif self.log.stopping_at is None and any(m in stripped for m in _STOPPING):
             self.log.stopping_at = self.log.lines
+            self.log.stopping_line = self.total_lines
         if "architecture" in stripped and len(self.log.architectures) < 8 and (
             arch := _ARCH.search(stripped)
         ):
@@ -394,7 +464,9 @@ class LogReader:
             model := _MODEL.search(stripped)
         ):
             self.log.models.add(model.group("model")[:200])
-        if file in _MODEL_FILES or any(m in stripped for m in _MODEL_MESSAGES):
+        if (file and file.rsplit("/", 1)[-1] in _MODEL_FILES) or any(
+            m in stripped for m in _MODEL_MESSAGES
+        ):
             proc.runs_model = True
         if any(m in stripped for m in _PAST_WARMUP):
             proc.past_warmup = True
@@ -439,6 +511,8 @@ class LogReader:
     def _traceback(self, proc: Process, text: str, stripped: str) -> bool:
         """Track tracebacks; True when the line belonged to one."""
         if stripped.startswith("Traceback (most recent call last)"):
+            if proc._in_traceback and proc._frames:
+                self.headers_after_frames += 1  # read bottom up: newest first?
             proc._in_traceback = True
             proc._frames.clear()
             proc._functions = set()
@@ -473,6 +547,8 @@ class LogReader:
             exc_type = exc["inner"] or exc["type"]  # RayTaskError(AssertionError)
             if exc_type.split(".")[-1] in _STOPS and self.log.stopping_at is None:
                 self.log.stopping_at = self.log.lines
+                self.log.stopping_line = self.total_lines
+            self.tracebacks_in_order += 1
             proc.add_traceback(
                 Traceback(exc_type, (exc["msg"] or "")[:300], list(proc._frames),
                           set(proc._functions), self.log.lines)
@@ -492,47 +568,10 @@ def _json_lines(text: str) -> list[str] | None:
         return None
     if not isinstance(record, dict):
         return None
-    message = next((record[k] for k in _JSON_TEXT if isinstance(record.get(k), str)), None)
-    if message is None:
-        return None
-    lines = message.splitlines() or [""]
-    level = record.get("levelname") or record.get("level")
-    if isinstance(level, str) and level.upper() in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
-        # A logging formatter's record: its message gets the head vLLM's own
-        # format would have given it (the file from the record, if it names one).
-        where = f"{record.get('filename') or 'json'}:{record.get('lineno') or 0}"
-        lines[0] = f"{level.upper()} 01-01 00:00:00 [{where}] {lines[0]}"
-    for key in _JSON_TRACE:
-        value = record.get(key)
-        if isinstance(value, list):
-            value = "".join(str(v) for v in value)
-        if isinstance(value, str) and value.strip():
-            lines += value.splitlines()
-            break
-    return lines
-
-
-class LogError(Exception):
-    """The input cannot be read as a text log."""
+    return record_lines(record)
 
 
 def read_lines(stream, name: str) -> Iterable[str]:
-    """Decoded lines of a binary ``stream``; raises LogError for binary data
-    or text that is not UTF-8. Lines longer than MAX_LINE are cut."""
-    number = 0
-    while True:
-        chunk = stream.readline(MAX_LINE)
-        if not chunk:
-            return
-        number += 1
-        if len(chunk) == MAX_LINE and not chunk.endswith(b"\n"):
-            while True:  # drop the rest of an overlong line
-                rest = stream.readline(MAX_LINE)
-                if not rest or rest.endswith(b"\n"):
-                    break
-        if b"\x00" in chunk:
-            raise LogError(f"{name}: line {number} holds binary data (a NUL byte): not a text log")
-        try:
-            yield chunk.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise LogError(f"{name}: line {number} is not UTF-8 text ({exc.reason})") from None
+    """Decoded lines of a binary ``stream`` (``log_input``: gzip, UTF-16,
+    NUL padding), read through any export (``log_exports``)."""
+    return vllm_lines(TextLines(stream, name), name)

@@ -1,0 +1,280 @@
+"""``diagnose`` on logs as operators download them: each export written here
+from its documentation (tests/logs/SOURCES.md, "Exports"), files as they
+are on disk, vLLM's own logging settings, and a property: the real #50615
+crash log through any of these wrappers exits 1 or 2, never 0; the
+protected run 0 or 2, never 1."""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import gzip
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dspark_attn_plugin import diagnose
+
+ROOT = Path(__file__).resolve().parents[1]
+CRASH = ROOT / "benchmarks/results/engine-e2e-2026-11-30/run-C-standin-stock.log"
+PROTECTED = ROOT / "benchmarks/results/engine-e2e-2026-11-30/run-D-standin-plugin.log"
+
+
+def lines_of(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+def judged(data: bytes) -> diagnose.Diagnosis:
+    return diagnose.diagnose(diagnose.read_paths(["-"], stdin=io.BytesIO(data)))
+
+
+def stamp(i: int) -> str:
+    return f"2026-11-30T10:{i // 60 % 60:02d}:{i % 60:02d}.{i:06d}Z"
+
+
+# --- exports, each as its documentation describes it --------------------------------
+
+
+def gcp_record(i: int, line: str, json_payload: bool) -> dict:
+    """A Cloud Logging LogEntry: the line in ``textPayload`` (a container's
+    stdout), or in ``jsonPayload.message`` (a structured logger)."""
+    record = {"insertId": f"id{i}", "logName": "projects/p/logs/stdout",
+              "resource": {"type": "k8s_container", "labels": {"container_name": "vllm"}},
+              "severity": "INFO", "timestamp": stamp(i), "receiveTimestamp": stamp(i)}
+    if json_payload:
+        record["jsonPayload"] = {"message": line, "logger": "vllm"}
+    else:
+        record["textPayload"] = line
+    return record
+
+
+def gcp_json_lines(lines, json_payload=False) -> str:
+    return "".join(json.dumps(gcp_record(i, l, json_payload)) + "\n" for i, l in enumerate(lines))
+
+
+def gcp_array(lines, json_payload=False, newest_first=False) -> str:
+    """``gcloud logging read --format=json``: one pretty-printed JSON array
+    (newest first unless ``--order=asc``)."""
+    records = [gcp_record(i, l, json_payload) for i, l in enumerate(lines)]
+    if newest_first:
+        records.reverse()
+    return json.dumps(records, indent=2) + "\n"
+
+
+def cloudwatch_insights_csv(lines) -> str:
+    """A Logs Insights result exported as CSV: ``@timestamp,@message``."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["@timestamp", "@message"])
+    for i, line in enumerate(lines):
+        writer.writerow([stamp(i), line])
+    return out.getvalue()
+
+
+def cloudwatch_filter_log_events(lines) -> str:
+    """``aws logs filter-log-events`` output: FilteredLogEvent objects in
+    ``events`` (eventId, ingestionTime, logStreamName, message, timestamp)."""
+    events = [{"logStreamName": "vllm/0", "timestamp": 1764496800000 + i, "message": l,
+               "ingestionTime": 1764496800100 + i, "eventId": str(i)} for i, l in enumerate(lines)]
+    return json.dumps({"events": events, "searchedLogStreams": []}, indent=4) + "\n"
+
+
+def datadog(lines, one_a_line=False) -> str:
+    """Datadog's Logs API (``data`` of log objects whose ``attributes`` hold
+    ``message``, ``status``, ``timestamp``)."""
+    records = [{"id": f"AQ{i}", "type": "log", "attributes": {
+        "message": l, "status": "info", "timestamp": stamp(i), "service": "vllm", "host": "gpu-7",
+        "attributes": {"container_name": "vllm"}}} for i, l in enumerate(lines)]
+    if one_a_line:
+        return "".join(json.dumps(r) + "\n" for r in records)
+    return json.dumps({"data": records, "links": {}, "meta": {}}) + "\n"
+
+
+def loki_newest_first(lines) -> str:
+    """``logcli query`` as it prints by default (``direction=backward``):
+    timestamp, labels, line; newest first."""
+    out = [f"{stamp(i)} {{app=\"vllm\"}} {l}" for i, l in enumerate(lines)]
+    return "\n".join(reversed(out)) + "\n"
+
+
+EXPORTS = {
+    "gcp-text-json-lines": lambda ls: gcp_json_lines(ls),
+    "gcp-json-payload-lines": lambda ls: gcp_json_lines(ls, json_payload=True),
+    "gcp-array": lambda ls: gcp_array(ls),
+    "gcp-array-json-payload": lambda ls: gcp_array(ls, json_payload=True),
+    "cloudwatch-insights-csv": cloudwatch_insights_csv,
+    "cloudwatch-filter-log-events": cloudwatch_filter_log_events,
+    "datadog-api": lambda ls: datadog(ls),
+    "datadog-lines": lambda ls: datadog(ls, one_a_line=True),
+}
+
+
+@pytest.mark.parametrize("export", sorted(EXPORTS))
+@pytest.mark.parametrize("path, expected", [(CRASH, 1), (PROTECTED, 0)], ids=["crash", "protected"])
+def test_exports_keep_the_verdict(export, path, expected):
+    d = judged(EXPORTS[export](lines_of(path)).encode())
+    assert d.exit_code == expected, d.summary
+
+
+@pytest.mark.parametrize("make", [
+    lambda ls: gcp_array(ls, newest_first=True),
+    loki_newest_first,
+    lambda ls: "\n".join(reversed(ls)) + "\n",
+], ids=["gcloud-default-order", "logcli-default-order", "reversed-plain"])
+@pytest.mark.parametrize("path", [CRASH, PROTECTED], ids=["crash", "protected"])
+def test_a_log_read_newest_first_is_never_a_verdict(make, path):
+    d = judged(make(lines_of(path)).encode())
+    assert d.exit_code == 2 and "newest first" in d.summary, d.summary
+
+
+# --- files as they are on disk --------------------------------------------------------
+
+
+def test_gzip_is_read_by_its_magic_bytes_not_its_name(tmp_path):
+    path = tmp_path / "vllm.log.1"  # logrotate's name, no .gz
+    path.write_bytes(gzip.compress(CRASH.read_bytes()))
+    d = diagnose.diagnose(diagnose.read_paths([str(path)]))
+    assert d.exit_code == 1 and "read through gzip" in d.notes
+
+
+def test_utf16_with_a_byte_order_mark_is_decoded():
+    data = codecs.BOM_UTF16_LE + CRASH.read_text().replace("\n", "\r\n").encode("utf-16-le")
+    d = judged(data)
+    assert d.exit_code == 1 and any("UTF-16" in n for n in d.notes)
+
+
+def test_nul_padding_before_the_log_is_skipped_with_a_note():
+    d = judged(b"\x00" * 65536 + PROTECTED.read_bytes())
+    assert d.exit_code == 0 and any("NUL" in n for n in d.notes)
+
+
+def test_a_latin1_byte_keeps_the_verdict_with_a_note():
+    data = CRASH.read_bytes().replace(b"/usr/", b"/usr/caf\xe9/", 1)
+    d = judged(data)
+    assert d.exit_code == 1 and any("not UTF-8" in n for n in d.notes)
+
+
+def test_json_output_on_unreadable_input_is_an_object_with_exit_4(tmp_path):
+    path = tmp_path / "cut.log.gz"
+    path.write_bytes(gzip.compress(CRASH.read_bytes())[:200])
+    proc = subprocess.run([sys.executable, "-m", "dspark_attn_plugin", "diagnose", "--json",
+                           str(path)], capture_output=True)
+    assert proc.returncode == 4
+    out = json.loads(proc.stdout)
+    assert out["exit_code"] == 4 and out["error"]
+
+
+# --- vLLM's own settings, stops and deaths -----------------------------------------------
+
+
+def test_vllm_logging_prefix_between_the_process_prefix_and_the_level():
+    lines = [l.replace(") INFO ", ") [gpu-7] INFO ").replace(") ERROR ", ") [gpu-7] ERROR ")
+             .replace(") WARNING ", ") [gpu-7] WARNING ") for l in lines_of(CRASH)]
+    assert lines != lines_of(CRASH)
+    assert judged(("\n".join(lines) + "\n").encode()).exit_code == 1
+
+
+def _healthy_start(arch="DeepseekV4ForCausalLM") -> list[str]:
+    return [
+        "(APIServer pid=10) INFO 11-30 10:00:00 [api_server.py:1] vLLM API server version 0.27.1",
+        f"(APIServer pid=10) INFO 11-30 10:00:01 [model.py:1] Resolved architecture: {arch}",
+        "(EngineCore_DP0 pid=20) INFO 11-30 10:00:02 [gpu_model_runner.py:1] Starting to load model /models/m",
+        "(EngineCore_DP0 pid=20) INFO 11-30 10:00:30 [gpu_model_runner.py:2] Model loading took 10 GiB",
+    ]
+
+
+def test_a_worker_killed_during_the_profile_run_is_a_crash_not_a_stop():
+    lines = _healthy_start() + [
+        "(EngineCore_DP0 pid=20) ERROR 11-30 10:00:40 [multiproc_executor.py:1] Worker proc "
+        "VllmWorker-0 died unexpectedly (exit code: -9), shutting down executor.",
+        "(EngineCore_DP0 pid=20) Traceback (most recent call last):",
+        '(EngineCore_DP0 pid=20)   File "/v/engine/core.py", line 5, in run',
+        "(EngineCore_DP0 pid=20)     raise EngineDeadError()",
+        "(EngineCore_DP0 pid=20) vllm.v1.engine.exceptions.EngineDeadError: dead",
+    ]
+    d = judged(("\n".join(lines) + "\n").encode())
+    assert d.exit_code == 3 and "died unexpectedly (exit code: -9)" in d.summary
+    assert "stopped" not in d.summary
+
+
+def test_a_stop_is_named_at_its_own_line():
+    lines = _healthy_start() + [
+        "(APIServer pid=10) INFO 11-30 10:00:50 [launcher.py:1] Shutting down FastAPI HTTP server.",
+    ]
+    d = judged(("\n".join(lines) + "\n").encode())
+    assert d.exit_code == 2 and "stopped at line 5 of the log" in d.summary, d.summary
+
+
+def test_the_crash_verdict_does_not_say_stopped_for_the_shutdown_that_follows_it():
+    text = CRASH.read_text() + (
+        "(APIServer pid=1) INFO 11-30 23:59:59 [launcher.py:1] Shutting down FastAPI HTTP server.\n")
+    d = judged(text.encode())
+    assert d.exit_code == 1 and "stopped" not in d.summary
+
+
+# --- exit 0 only on positive evidence ------------------------------------------------------
+
+
+def test_a_cut_start_with_a_local_model_path_is_not_called_another_model():
+    lines = [
+        "(APIServer pid=10) INFO 11-30 10:00:00 [api_server.py:1] vLLM API server version 0.27.1",
+        "(APIServer pid=10) INFO 11-30 10:00:00 [utils.py:1] non-default args: {'model': '/tmp/x/model'}",
+    ]
+    d = judged(("\n".join(lines) + "\n").encode())
+    assert d.exit_code == 2, d.summary
+
+
+def test_another_architecture_named_is_not_applicable():
+    d = judged(("\n".join(_healthy_start("Qwen3ForCausalLM")) + "\n").encode())
+    assert d.exit_code == 0 and d.verdict == "not-applicable"
+
+
+def test_a_restart_cut_early_is_judged_by_the_start_before_it():
+    restart = [
+        "(APIServer pid=30) INFO 11-30 11:00:00 [api_server.py:1] vLLM API server version 0.27.1",
+        "(APIServer pid=30) INFO 11-30 11:00:00 [utils.py:1] non-default args: {'model': '/tmp/x/model'}",
+    ]
+    d = judged((CRASH.read_text() + "\n".join(restart) + "\n").encode())
+    assert d.exit_code == 1 and "had not reached its warmup" in d.summary, d.summary
+
+
+# --- the property: any wrapper, never the wrong side -----------------------------------------
+
+
+def _wrap(lines, export, reverse, prefix, gz, encoding, cut):
+    if cut is not None:
+        lines = lines[:cut]
+    if prefix:
+        lines = [l.replace(") INFO ", ") [p] INFO ").replace(") ERROR ", ") [p] ERROR ") for l in lines]
+    if reverse:
+        lines = list(reversed(lines))
+    text = EXPORTS[export](lines) if export else "\n".join(lines) + "\n"
+    data = text.encode("utf-16") if encoding == "utf-16" else text.encode()
+    if encoding == "latin-1-byte":
+        data = data.replace(b"INFO", b"INFO\xe9", 1)
+    return gzip.compress(data) if gz else data
+
+
+@settings(max_examples=60, derandomize=True, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(
+    crash=st.booleans(),
+    export=st.sampled_from([None, *sorted(EXPORTS)]),
+    reverse=st.booleans(),
+    prefix=st.booleans(),
+    gz=st.booleans(),
+    encoding=st.sampled_from(["utf-8", "utf-16", "latin-1-byte"]),
+    cut=st.one_of(st.none(), st.integers(1, 400)),
+)
+def test_any_wrapper_never_puts_the_crash_on_the_safe_side(crash, export, reverse, prefix, gz,
+                                                           encoding, cut):
+    lines = lines_of(CRASH if crash else PROTECTED)
+    d = judged(_wrap(lines, export, reverse, prefix, gz, encoding, cut))
+    allowed = {1, 2} if crash else {0, 2}
+    assert d.exit_code in allowed, d.summary
