@@ -6,7 +6,7 @@ Builds two logs of about ``--mb`` MB each from the real server logs committed
 under ``benchmarks/results/``: ``healthy`` (a healthy server's log repeated,
 the #50615 crash at the end, so that the whole log must be read) and
 ``crashes`` (the #50615 crash log repeated: a tracebacks-heavy log of many
-restarts). Then runs the command as a user would, ``dspark-attn-plugin
+restarts), and ``crashes.gz``, the same compressed (size: uncompressed). Then runs the command as a user would, ``dspark-attn-plugin
 diagnose LOG``, ``--runs`` times each in fresh processes. Reports the median wall time, the throughput and the largest
 resident memory of the child (``ru_maxrss``), next to that of a bare Python
 start, so that what the log adds shows. Target: seconds, not minutes, for
@@ -16,6 +16,7 @@ start, so that what the log adds shows. Target: seconds, not minutes, for
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import platform
@@ -78,9 +79,15 @@ def main(argv=None) -> int:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         _, _, bare_kib = _child_run([sys.executable, "-c", "pass"])
-        for kind in ("healthy", "crashes"):
+        for kind in ("healthy", "crashes", "crashes.gz"):
             log = Path(tmp) / f"{kind}.log"
-            size = build_log(log, args.mb, kind)
+            size = build_log(log, args.mb, kind.removesuffix(".gz"))
+            if kind.endswith(".gz"):  # a rotated log: read through gzip
+                packed = Path(tmp) / f"{kind}.1"
+                with log.open("rb") as src, gzip.open(packed, "wb", compresslevel=1) as dst:
+                    shutil.copyfileobj(src, dst)
+                log.unlink()
+                log = packed
             times, codes, peak = [], set(), 0
             for _ in range(args.runs):
                 seconds, code, kib = _child_run([cli, "diagnose", str(log)])

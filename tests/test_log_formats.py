@@ -173,6 +173,16 @@ def test_json_output_on_unreadable_input_is_an_object_with_exit_4(tmp_path):
 # --- vLLM's own settings, stops and deaths -----------------------------------------------
 
 
+def test_a_json_logging_config_is_read_as_vllm_writes_it():
+    """VLLM_LOGGING_CONFIG_PATH with a JSON formatter (python-json-logger's
+    fields: asctime, levelname, name, filename, lineno, message)."""
+    out = []
+    for line in lines_of(CRASH):
+        out.append(json.dumps({"asctime": "2026-11-30 10:00:00", "levelname": "INFO",
+                               "name": "vllm", "filename": "x.py", "lineno": 1, "message": line}))
+    assert judged(("\n".join(out) + "\n").encode()).exit_code == 1
+
+
 def test_vllm_logging_prefix_between_the_process_prefix_and_the_level():
     lines = [l.replace(") INFO ", ") [gpu-7] INFO ").replace(") ERROR ", ") [gpu-7] ERROR ")
              .replace(") WARNING ", ") [gpu-7] WARNING ") for l in lines_of(CRASH)]
