@@ -291,7 +291,20 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         "a module that rebinds __name__ (or another special name) is trusted",
         [("warmup_shape/as_loaded.py", "            r.require(all(not _special(t.id) or t.id == \"__all__\" for t in targets), stmt,", "            r.require(True, stmt,")],
     ),
+    "M1-builtin-names": (
+        "a module that binds a builtin's name (AssertionError, property) is trusted",
+        [("warmup_shape/as_loaded.py", "            r.require(name not in BUILTIN_NAMES, stmt,", "            r.require(True, stmt,")],
+    ),
     # --- Python's semantics in the walk
+    "walk-private-names-unmangled": (
+        "a private name is read as written, not as Python mangles it",
+        [("warmup_shape/expressions.py", "        if private(e.id) and e.id not in scope.locals:\n", "        if False:\n"),
+         ("warmup_shape/expressions.py", "        if base.kind in (LAYER, CLS) and private(attr):\n", "        if False:\n")],
+    ),
+    "walk-handler-names-shadowed": (
+        "an except clause naming a local called AssertionError is taken for the builtin",
+        [("warmup_shape/statements.py", "                t.id not in scope.locals and t.id not in self.module.module_names\n", "                True\n")],
+    ),
     "walk-walrus-in-comprehension": (
         "a walrus in a comprehension is taken not to bind the function's name",
         [("warmup_shape/expressions.py", "        if any(isinstance(n, ast.NamedExpr) for n in _own_nodes(e)):\n", "        if False:\n")],

@@ -240,9 +240,15 @@ def test_a_cut_start_with_a_local_model_path_is_not_called_another_model():
     assert d.exit_code == 2, d.summary
 
 
-def test_another_architecture_named_is_not_applicable():
-    d = judged(("\n".join(_healthy_start("Qwen3ForCausalLM")) + "\n").encode())
-    assert d.exit_code == 0 and d.verdict == "not-applicable"
+@pytest.mark.parametrize("arch", ["Qwen3ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV2ForCausalLM"])
+def test_another_architecture_named_is_not_applicable(arch):
+    d = judged(("\n".join(_healthy_start(arch)) + "\n").encode())
+    assert d.exit_code == 0 and d.verdict == "not-applicable", d.summary
+
+
+def test_deepseek_v4_named_is_applicable():
+    d = judged(("\n".join(_healthy_start("DeepseekV4ForCausalLM")) + "\n").encode())
+    assert d.verdict != "not-applicable" and d.exit_code == 2
 
 
 def test_a_restart_cut_early_is_judged_by_the_start_before_it():

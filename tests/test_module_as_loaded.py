@@ -74,6 +74,26 @@ NOT_SAFE = {
         bases="_Mixin, ", warmup=("self._ready()",),
         after="class _Mixin:\n    def _ready(self):\n        return 0\n"),
         "binds _Mixin again"),
+    "module-function-bound-again": (dict(
+        top="def _probe(layer):\n    return 0\n\n\n", warmup=("_probe(self)",),
+        after="def _probe(layer):\n    return layer.topk_indices_buffer.shape[-1]\n"),
+        "binds _probe again"),
+    "builtin-exception-shadowed": (dict(
+        top="class AssertionError(Exception):\n    pass\n\n\n",
+        warmup=("try:", "    assert self.topk_indices_buffer is not None", "except AssertionError:",
+                "    pass")), "binds AssertionError, the name of a builtin"),
+    "builtin-decorator-shadowed": (dict(
+        top="def property(fget):\n    return fget\n\n\n"), "binds property, the name of a builtin"),
+    "private-name-mangled-to-another-function": (dict(
+        top=("def __top_k(layer):\n    return 0\n\n\n"
+             "def _DeepseekV4FlashMLAAttention__top_k(layer):\n"
+             "    return layer.topk_indices_buffer.shape[-1]\n\n\n"),
+        warmup=("x = __top_k(self)",)), "reads the private name __top_k"),
+    "private-member-of-a-mixin": (dict(
+        top=("class _Mixin:\n    def _go(self):\n        return self.__impl()\n\n"
+             "    def __impl(self):\n        return self.topk_indices_buffer.shape[-1]\n\n\n"),
+        bases="_Mixin, ", warmup=("x = self._go()",),
+        body="    def __impl(self):\n        return 0\n\n"), "reads the private name __impl"),
     "type-checking-block-with-a-class": (dict(
         top="if TYPE_CHECKING:\n    class Other:\n        pass\n\n\n"), "holds more than imports"),
     # M2: the class and its bases
@@ -274,3 +294,12 @@ def test_a_module_whose_source_cannot_be_read_is_left_alone(stock, tmp_path, cap
     module.__name__ = "vllm.models.deepseek_v4.nvidia.not_this_one"
     patched, warnings = _decide(module, caplog)
     assert not patched and len(warnings) == 1 and "cannot read the source" in warnings[0]
+
+
+def test_a_local_named_like_a_builtin_exception_does_not_catch_it(stock):
+    text = build(stock, warmup=("AssertionError = ValueError", "try:",
+                                "    assert self.topk_indices_buffer is not None",
+                                "except AssertionError:", "    pass"))
+    assert classify_source(text).verdict is Verdict.AFFECTED
+    control = text.replace("            AssertionError = ValueError\n", "")
+    assert classify_source(control).verdict is Verdict.FIXED

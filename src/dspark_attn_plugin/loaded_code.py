@@ -28,6 +28,7 @@ from dspark_attn_plugin.warmup_shape import (
     Verdict,
     classify_source,
 )
+from dspark_attn_plugin.warmup_shape.as_loaded import mangle, unmangle
 
 # Metaclasses that change nothing of how an instance's attributes are read.
 PLAIN_METACLASSES = (type, abc.ABCMeta)
@@ -102,7 +103,7 @@ def _class_constant(source: str, owner: str, name: str):
             for stmt in node.body:
                 target = (stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
                           else getattr(stmt, "target", None))
-                if isinstance(target, ast.Name) and target.id == name and isinstance(
+                if isinstance(target, ast.Name) and mangle(owner, target.id) == name and isinstance(
                     getattr(stmt, "value", None), ast.Constant
                 ):
                     return True, stmt.value.value
@@ -168,7 +169,7 @@ def check_assumptions(module: types.ModuleType, cls: type, source: str, filename
                 return f"{owner}.{name} is {obj!r}, not the constant {value!r} of its source"
             continue
         function = _function_of(obj)
-        expected = _code_at(compiled, owner, name)
+        expected = _code_at(compiled, owner, unmangle(owner, name))
         if function is None or expected is None or not method_code.same_code(
             function.__code__, expected
         ):

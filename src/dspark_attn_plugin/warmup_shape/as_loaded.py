@@ -15,14 +15,16 @@ M1 *Module statements*: docstrings; imports of ``IMPORT_ROOTS`` packages
    with simple arguments, such as ``logger = init_logger(__name__)``),
    never to a special name but ``__all__``;
    ``def`` with imported decorators;
-   ``class`` as in M2/M3. Every module-level name is bound once.
+   ``class`` as in M2/M3. Every module-level name is bound once, and none
+   is a builtin's (``AssertionError``, ``property``, ``len``, ...).
 M2 *The class and its bases*: no decorator, no keyword (metaclass); each
    base an imported name or a class of this module that passes the same
    test. Their members make up the class, in Python's method resolution
    order; a member that an imported base may define first is not known.
 M3 *Class bodies*: docstrings, ``def`` (undecorated, or ``staticmethod``,
    ``classmethod``, ``property``, ``cached_property``), ``NAME = simple``,
-   annotations; every name bound once; no member named as the buffer or
+   annotations; every name bound once (as Python stores it: a private
+   ``__x`` of class ``K`` is ``_K__x``); no member named as the buffer or
    the ratio; no special method but ``__init__``, ``__repr__``, ``__str__``.
    Other classes of the module pass M3 with imported decorators allowed.
 M4 *Stores anywhere in the module*: an attribute is stored or deleted
@@ -45,6 +47,7 @@ objects (``loaded_code``).
 from __future__ import annotations
 
 import ast
+import builtins
 from dataclasses import dataclass, field
 
 from dspark_attn_plugin.target import CLASS_NAME
@@ -64,6 +67,9 @@ SPECIAL_ATTRS_READ = frozenset({"__name__", "__qualname__", "__class__", "__doc_
                                 "__module__", "__init__"})
 SPECIAL_METHODS = frozenset({"__init__", "__repr__", "__str__"})
 MEMBER_DECORATORS = frozenset({"staticmethod", "classmethod", "property", "cached_property"})
+# The builtins' names: the module may not bind one (an ``except
+# AssertionError`` or ``@property`` must mean Python's own).
+BUILTIN_NAMES = frozenset(n for n in dir(builtins) if not n.startswith("__"))
 # Builtins that make a constant of constants.
 CONSTANT_BUILTINS = frozenset({"frozenset", "tuple"})
 
@@ -215,6 +221,7 @@ class _Reader:
             else:
                 raise NotAllowed(
                     f"{_line(stmt)}: {cls.name}'s body holds a {type(stmt).__name__} statement")
+            name = mangle(cls.name, name)  # what the class's dict holds
             self.require(name not in seen, stmt, f"{cls.name} binds {name} more than once")
             seen.add(name)
             if strict:
@@ -247,9 +254,27 @@ def _special(name: str) -> bool:
     return name.startswith("__") and name.endswith("__")
 
 
+def private(name: str) -> bool:
+    """A name Python mangles inside a class body: ``__x``, not ``__x__``."""
+    return name.startswith("__") and not name.endswith("__") and "." not in name
+
+
+def mangle(class_name: str, name: str) -> str:
+    """``name`` as written in class ``class_name``'s body, as Python stores it."""
+    stripped = class_name.lstrip("_")
+    return f"_{stripped}{name}" if private(name) and stripped else name
+
+
+def unmangle(class_name: str, name: str) -> str:
+    """The name a class member was written with (a code object's name)."""
+    prefix = f"_{class_name.lstrip('_')}__"
+    return name[len(prefix) - 2:] if name.startswith(prefix) and class_name.lstrip("_") else name
+
+
 def _member_decorator(d, reader: _Reader) -> bool:
     if isinstance(d, ast.Name):
-        return d.id in MEMBER_DECORATORS and (d.id != "cached_property" or d.id in reader.imported)
+        return d.id in MEMBER_DECORATORS and (
+            d.id in reader.imported if d.id == "cached_property" else d.id not in reader.bound)
     return (isinstance(d, ast.Attribute) and d.attr == "cached_property"
             and reader.imported_ref(d))
 
@@ -288,6 +313,8 @@ def check_module(tree: ast.Module, cls: ast.ClassDef) -> None:
         for name in _module_bindings(stmt):
             r.require(name not in bound, stmt,
                       f"the module binds {name} again (first at line {bound.get(name)})")
+            r.require(name not in BUILTIN_NAMES, stmt,
+                      f"the module binds {name}, the name of a builtin")
             bound[name] = stmt.lineno
     for stmt in tree.body:  # M1, in order: a constant is known after its line
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
@@ -366,7 +393,9 @@ def _check_everywhere(tree: ast.Module, r: _Reader, members: set) -> None:
 
 
 def _check_store(node, base, attr: str, instance_names: dict, members: set) -> None:
-    own = isinstance(base, ast.Name) and instance_names.get(id(base)) == base.id
+    owner = instance_names.get(id(base)) if isinstance(base, ast.Name) else None
+    own = owner is not None and owner[0] == base.id
+    attr = mangle(owner[1], attr) if own else attr
     if not own:
         raise NotAllowed(f"{_line(node)}: stores .{attr} into something other than a "
                          "method's own instance (the class, an alias, another object)")
@@ -376,7 +405,7 @@ def _check_store(node, base, attr: str, instance_names: dict, members: set) -> N
 
 def _instance_names(tree: ast.Module, r: _Reader) -> dict:
     """For every Name node inside a plain method of a module class that
-    names the method's first parameter: id(node) -> that name."""
+    names the method's first parameter: id(node) -> (that name, the class)."""
     found: dict = {}
     for cls in r.classes.values():
         for fn in cls.body:
@@ -388,7 +417,7 @@ def _instance_names(tree: ast.Module, r: _Reader) -> dict:
             first = params[0].arg
             for n in ast.walk(fn):
                 if isinstance(n, ast.Name) and n.id == first:
-                    found[id(n)] = first
+                    found[id(n)] = (first, cls.name)
     return found
 
 
@@ -436,7 +465,7 @@ def namespace(tree: ast.Module, cls: ast.ClassDef) -> Namespace:
                 stmt.target, ast.Name
             ):
                 names = [stmt.target.id]
-            for name in names:
+            for name in [mangle(node.name, n) for n in names]:
                 ns.members.add(name)
                 if name in ns.owners or name in ns.ambiguous:
                     continue  # an earlier class in the MRO has it

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dspark_attn_plugin.target import (
     CLASS_NAME,
 )
+from dspark_attn_plugin.warmup_shape.as_loaded import private
 from dspark_attn_plugin.warmup_shape.state import (
     MAYBE,
     _Scope,
@@ -61,6 +62,8 @@ class ExpressionWalk:
         return _const(e.value) if isinstance(e.value, _CONST_TYPES) else _OPAQUE
 
     def _Name(self, e, st, scope):
+        if private(e.id) and e.id not in scope.locals:
+            self.doubt(e, f"reads the private name {e.id} (mangled inside a class)")
         if e.id in scope.locals:
             value = st.env.get(e.id, _UNBOUND)
             if value.kind == UNBOUND:
@@ -102,6 +105,9 @@ class ExpressionWalk:
         return self.attribute(e, base, e.attr, st)
 
     def attribute(self, e, base: _Val, attr: str, st) -> _Val:
+        if base.kind in (LAYER, CLS) and private(attr):
+            # Python mangles it by the class whose body the code is in.
+            self.doubt(e, f"reads the private name {attr} of the layer or its class")
         if base.kind == LAYER:
             return self.layer_attribute(e, attr, st)
         if base.kind == CLS:

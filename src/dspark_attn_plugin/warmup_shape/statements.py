@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 
+from dspark_attn_plugin.warmup_shape.as_loaded import private
 from dspark_attn_plugin.warmup_shape.module import (
     _Module,
 )
@@ -491,7 +492,9 @@ class StatementWalk:
         names = []
         for t in types:
             self.expr(t, st, scope)
-            if isinstance(t, ast.Name) and t.id in _EXC_BASES | {"BaseException": ""}:
+            if isinstance(t, ast.Name) and t.id in _EXC_BASES | {"BaseException": ""} and (
+                t.id not in scope.locals and t.id not in self.module.module_names
+            ):  # the builtin class, not a name this code binds
                 if t.id == "BaseException":
                     return None
                 names.append(t.id)
@@ -601,6 +604,8 @@ class StatementWalk:
             base = self.expr(target.value, st, scope)
             if base.kind == LAYER:
                 attr = target.attr
+                if private(attr):
+                    self.doubt(target, f"stores the private name {attr} of the layer")
                 if attr in self.module.methods or attr in self.module.class_attrs or attr in (
                     BUFFER_ATTR, RATIO_ATTR
                 ):
