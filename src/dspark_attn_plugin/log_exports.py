@@ -134,6 +134,7 @@ def _json_values(first: str, rest: Iterator[str], name: str) -> Iterator:
     if in_array:
         buf = buf.lstrip()[1:]
     more = True
+    retry_at = 0  # a value that did not decode is tried again at twice its length
     while True:
         buf = buf.lstrip()
         if in_array and buf.startswith(","):
@@ -147,12 +148,14 @@ def _json_values(first: str, rest: Iterator[str], name: str) -> Iterator:
         if buf.startswith("[") and not in_array:
             buf, in_array = buf[1:], True
             continue
-        if buf:
+        if buf and (len(buf) >= retry_at or not more):
             try:
                 value, end = decoder.raw_decode(buf)
             except ValueError:
                 value = end = None
+                retry_at = 2 * len(buf)
             if end is not None:
+                retry_at = 0
                 yield value
                 buf = buf[end:]
                 continue
