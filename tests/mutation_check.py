@@ -378,6 +378,54 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         "fixed code read as not-affected",
         [("warmup_shape/classify.py", "    if mentions:\n        return Classification(\n            Verdict.FIXED", "    if not mentions:\n        return Classification(\n            Verdict.FIXED")],
     ),
+    "diagnose-any-earlier-start-vouches": (
+        "a protected earlier start vouches for a cut restart with the plugin off",
+        [("diagnose.py", "        if earlier.exit_code == EXIT_OK and not _plugin_in_effect_so_far(log):\n", "        if False:\n")],
+    ),
+    "diagnose-two-pods-as-one": (
+        "two pods' lines in one log read as one server",
+        [("diagnose.py", "    if log.interleaved_sources and d.exit_code == EXIT_OK:\n", "    if False:\n")],
+    ),
+    "diagnose-cut-assertion-another-crash": (
+        "the #50615 assertion cut off from profile_run reads as another crash",
+        [("diagnose.py", "    near = [(n, p, t) for n, p, t in errors if t.at_the_assertion()]\n", "    near = []\n")],
+    ),
+    "diagnose-report-is-a-cause": (
+        "the API server's \"See root cause above\" reads as the crash itself",
+        [("diagnose.py", "    causes = [(n, p, t) for n, p, t in errors if not _a_report_of_another(t)]\n", "    causes = errors\n")],
+    ),
+    "diagnose-death-is-a-stop": (
+        "a process that died is read as the operator stopping the server",
+        [("log_reader.py", "        if self.log.death is None and _DEATH.search(stripped) and not _DEATH_NOT.search(stripped):\n", "        if False:\n")],
+    ),
+    "diagnose-path-proves-another-model": (
+        "a model path without deepseek in it is taken for another model",
+        [("diagnose.py", "    if any(re.search(r\"deepseek[-_ ]?v4|dsv4\", m, re.IGNORECASE) for m in log.models):\n        return True\n    return None", "    if log.models:\n        return any(re.search(r\"deepseek[-_ ]?v4|dsv4\", m, re.IGNORECASE) for m in log.models)\n    return None")],
+    ),
+    "diagnose-newest-first-read-anyway": (
+        "a log written newest first is judged as if in order",
+        [("diagnose.py", "    if log.newest_first:\n", "    if False:\n")],
+    ),
+    "reader-vllm-logging-prefix": (
+        "text between the process prefix and the level hides vLLM's lines",
+        [("log_reader.py", "        if head is None and (inside := _HEAD_INSIDE.search(line, 0, 300)) is not None:\n", "        if False and (inside := _HEAD_INSIDE.search(line, 0, 300)) is not None:\n")],
+    ),
+    "input-gzip-by-name-only": (
+        "gzip is not recognised by its magic bytes",
+        [("log_input.py", "        if magic.startswith(_GZIP):\n", "        if False:\n")],
+    ),
+    "input-nul-padding-refused": (
+        "logrotate's NUL padding makes the file binary",
+        [("log_input.py", "            if k - j < NUL_PADDING and not (j == 0 and self._padding_open):\n", "            if True:\n")],
+    ),
+    "exports-message-at-top-only": (
+        "the message of a record is looked for at its top level only",
+        [("log_exports.py", "    for value in record.values():\n        if isinstance(value, dict):\n            found = find_message(value, depth + 1)\n", "    for value in ():\n        if isinstance(value, dict):\n            found = find_message(value, depth + 1)\n")],
+    ),
+    "exports-csv-ignored": (
+        "a CSV export is read as plain lines",
+        [("log_exports.py", "    header = _csv_header(first.rstrip(\"\\r\\n\")) if first.endswith(\"\\n\") else None\n", "    header = None\n")],
+    ),
     # --- status = runtime
     "rebuild-without-imports": (
         "the rebuilt method is compiled without the module's imports",
@@ -410,7 +458,7 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     ),
     "reader-stop-ignored": (
         "errors after 'Shutting down' count as crashes",
-        [("log_reader.py", "        if self.log.stopping_at is None and any(m in stripped for m in _STOPPING):\n", "        if False:\n")],
+        [("log_reader.py", "        elif self.log.stopping_at is None and any(m in stripped for m in _STOPPING):\n", "        elif False:\n")],
     ),
     "reader-tracebacks-unbounded": (
         "every traceback of a process is kept",
@@ -430,7 +478,7 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     ),
     "50615-outside-profile-run": (
         "the assertion outside profile_run is taken for #50615",
-        [("log_reader.py", '            and "profile_run" in self.functions\n', "")],
+        [("log_reader.py", '        return self.at_the_assertion() and "profile_run" in self.functions\n', "        return self.at_the_assertion()\n")],
     ),
     "diagnose-not-applicable-ignored": (
         "a log of another model is judged as a DeepSeek-V4 one",
@@ -491,8 +539,10 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
 _CORE = ["tests/test_small_rules.py", "tests/test_warmup_shape.py", "tests/test_variants.py",
          "tests/test_module_as_loaded.py"]
 FOCUS: dict[str, list[str]] = {name: _CORE for name in MUTATIONS if name.startswith(("R", "M", "walk-", "runtime-", "switch", "allow", "ifexp", "merge", "edit-", "rebuild", "super-cell", "status-"))}
-FOCUS.update({name: ["tests/test_diagnose.py", "tests/test_diagnose_corpus.py"]
-              for name in MUTATIONS if name.startswith(("reader-", "50615-", "diagnose-", "broken-"))})
+FOCUS.update({name: ["tests/test_diagnose.py", "tests/test_diagnose_corpus.py",
+                     "tests/test_log_formats.py"]
+              for name in MUTATIONS if name.startswith(("reader-", "50615-", "diagnose-", "broken-",
+                                                        "input-", "exports-"))})
 FOCUS.update({name: ["tests/test_ray_settings.py"] for name in MUTATIONS if name.startswith("ray-")})
 FOCUS.update({name: ["tests/test_cluster_status.py"]
               for name in MUTATIONS if name.startswith("cluster-")})

@@ -160,14 +160,42 @@ def test_a_latin1_byte_keeps_the_verdict_with_a_note():
     assert d.exit_code == 1 and any("not UTF-8" in n for n in d.notes)
 
 
+def test_a_rotated_log_cut_short_is_read_up_to_the_cut(tmp_path):
+    packed = gzip.compress(CRASH.read_bytes())
+    path = tmp_path / "vllm.log.2.gz"
+    path.write_bytes(packed[: len(packed) - 40])
+    d = diagnose.diagnose(diagnose.read_paths([str(path)]))
+    assert d.exit_code == 1 and any("cut short" in n for n in d.notes)
+
+
+@pytest.mark.parametrize("compress", ["bz2", "lzma"])
+def test_bzip2_and_xz_are_read_too(compress):
+    data = __import__(compress).compress(CRASH.read_bytes())
+    assert judged(data).exit_code == 1
+
+
 def test_json_output_on_unreadable_input_is_an_object_with_exit_4(tmp_path):
-    path = tmp_path / "cut.log.gz"
-    path.write_bytes(gzip.compress(CRASH.read_bytes())[:200])
+    path = tmp_path / "bin.log"
+    path.write_bytes(b"vLLM\x00\x01\x02")
     proc = subprocess.run([sys.executable, "-m", "dspark_attn_plugin", "diagnose", "--json",
                            str(path)], capture_output=True)
     assert proc.returncode == 4
     out = json.loads(proc.stdout)
     assert out["exit_code"] == 4 and out["error"]
+
+
+@pytest.mark.parametrize("prefix", ["[pod/vllm-0/vllm] ", "[entrypoint] ", "[W1203 10:00:00 socket.cpp:207] "])
+def test_a_log_whose_lines_begin_with_brackets_is_not_a_json_array(prefix):
+    lines = [prefix + "starting"] + lines_of(CRASH)
+    assert judged(("\n".join(lines) + "\n").encode()).exit_code == 1
+
+
+def test_an_elasticsearch_search_response_is_read_through_its_hits():
+    hits = [{"_index": "logs", "_id": str(i), "_source": {"@timestamp": stamp(i), "message": l}}
+            for i, l in enumerate(lines_of(CRASH))]
+    body = {"took": 3, "timed_out": False, "_shards": {"total": 1},
+            "hits": {"total": {"value": len(hits)}, "hits": hits}}
+    assert judged(json.dumps(body, indent=2).encode()).exit_code == 1
 
 
 # --- vLLM's own settings, stops and deaths -----------------------------------------------
@@ -249,6 +277,61 @@ def test_another_architecture_named_is_not_applicable(arch):
 def test_deepseek_v4_named_is_applicable():
     d = judged(("\n".join(_healthy_start("DeepseekV4ForCausalLM")) + "\n").encode())
     assert d.verdict != "not-applicable" and d.exit_code == 2
+
+
+def _tail(path: Path, n: int) -> bytes:
+    return ("\n".join(lines_of(path)[-n:]) + "\n").encode()
+
+
+def test_a_tail_that_cuts_profile_run_off_the_traceback_is_never_another_crash():
+    lines = lines_of(CRASH)
+    at = max(i for i, l in enumerate(lines) if ", in profile_run" in l)
+    d = judged(("\n".join(lines[at + 1:]) + "\n").encode())
+    assert d.exit_code == 2 and "Probably vllm-project/vllm#50615" in d.summary, d.summary
+
+
+def test_only_the_api_server_s_report_is_no_other_crash():
+    lines = [l for l in lines_of(CRASH) if l.startswith("(APIServer")]
+    d = judged(("\n".join(lines) + "\n").encode())
+    assert d.exit_code == 2 and "not the failure itself" in d.summary, d.summary
+
+
+def test_a_core_that_died_by_a_signal_is_named():
+    lines = _healthy_start() + [
+        "(APIServer pid=10) Traceback (most recent call last):",
+        '(APIServer pid=10)   File "/v/v1/engine/utils.py", line 9, in wait_for_engine_startup',
+        "(APIServer pid=10)     raise RuntimeError(msg)",
+        "(APIServer pid=10) RuntimeError: Engine core initialization failed. See root cause "
+        "above. Failed core proc(s): {'EngineCore': -9}",
+    ]
+    d = judged(("\n".join(lines) + "\n").encode())
+    assert d.exit_code == 3 and "{'EngineCore': -9}" in d.summary, d.summary
+
+
+@pytest.mark.parametrize("restart_line", [
+    None,
+    "(EngineCore_DP0 pid=40) INFO 11-30 11:00:01 [instrumentation.py:1] "
+    "dspark-attn-plugin is disabled by DSPARK_ATTN_PLUGIN=off; vLLM's code is left as it is",
+])
+def test_a_protected_start_says_nothing_of_a_cut_restart_without_the_plugin(restart_line):
+    restart = [
+        "(APIServer pid=30) INFO 11-30 11:00:00 [api_server.py:1] vLLM API server version 0.27.1",
+        "(APIServer pid=30) INFO 11-30 11:00:00 [utils.py:1] non-default args: {'model': '/tmp/x/model'}",
+    ] + ([restart_line] if restart_line else [])
+    d = judged((PROTECTED.read_text() + "\n".join(restart) + "\n").encode())
+    assert d.exit_code == 2, d.summary
+
+
+@pytest.mark.parametrize("prefix", ["[pod/vllm-7c9f-{}/vllm] ", "vllm-7c9f-{} vllm "],
+                         ids=["kubectl-prefix", "stern"])
+def test_two_pods_in_one_log_are_never_shown_protected_as_one(prefix):
+    """``kubectl logs -l app=vllm --prefix`` or ``stern``: one pod crashed,
+    the other was protected; read as one server with a restart, the last
+    start would say protected."""
+    a = [prefix.format("abcde") + l for l in lines_of(CRASH)]
+    b = [prefix.format("fghij") + l for l in lines_of(PROTECTED)]
+    d = judged(("\n".join(a + b) + "\n").encode())
+    assert d.exit_code in (1, 2), d.summary
 
 
 def test_a_restart_cut_early_is_judged_by_the_start_before_it():

@@ -35,7 +35,15 @@ from dataclasses import asdict, dataclass, field
 
 from dspark_attn_plugin.log_exports import vllm_lines
 from dspark_attn_plugin.log_input import TextLines
-from dspark_attn_plugin.log_reader import Log, LogError, LogReader, Process, Traceback
+from dspark_attn_plugin.log_reader import (
+    _DEATH,
+    _DEATH_NOT,
+    Log,
+    LogError,
+    LogReader,
+    Process,
+    Traceback,
+)
 
 EXIT_OK, EXIT_CRASH, EXIT_INCONCLUSIVE, EXIT_OTHER_CRASH, EXIT_UNREADABLE = 0, 1, 2, 3, 4
 
@@ -162,9 +170,24 @@ def diagnose(log: Log) -> Diagnosis:
             reached=False,
         )
     d = _judge(log)
+    if log.interleaved_sources and d.exit_code == EXIT_OK:
+        d.verdict, d.exit_code = "inconclusive", EXIT_INCONCLUSIVE
+        d.summary = (
+            f"Nothing conclusive: this log holds the lines of {log.interleaved_sources} "
+            "sources (pods or containers named before each line), so it cannot show each "
+            "server protected. Diagnose each on its own (`kubectl "
+            f"logs POD`). What the lines read as one server came to: {d.summary}")
+        return d
     previous = log.previous
     if not d.reached and previous is not None:
         start, from_line, earlier = previous
+        if earlier.exit_code == EXIT_OK and not _plugin_in_effect_so_far(log):
+            # An earlier start was protected, but this one shows no plugin in
+            # effect yet: no evidence that it is.
+            d.summary = (f"{d.summary} Start {start} before it (from line {from_line:,}) came "
+                         f"to: {earlier.verdict}; this start does not show the plugin in "
+                         "effect yet, so that is no verdict for it.")
+            return d
         return Diagnosis(
             earlier.verdict, earlier.exit_code,
             f"The last start (from line {log.first_line:,}) had not reached its warmup; "
@@ -173,6 +196,13 @@ def diagnose(log: Log) -> Diagnosis:
             lines_read=d.lines_read, starts=d.starts, earlier=d.earlier, notes=d.notes,
         )
     return d
+
+
+def _plugin_in_effect_so_far(log: Log) -> bool:
+    """Every plugin line of the (cut) start says the plugin is in effect,
+    and there is at least one."""
+    states = [set(p.plugin_states()) for p in log.processes.values() if p.plugin]
+    return bool(states) and all(s <= {"patched", "not-affected", "fixed"} for s in states)
 
 
 def _judge(log: Log) -> Diagnosis:
@@ -215,6 +245,31 @@ def _judge(log: Log) -> Diagnosis:
         (t.line_no, p, t) for p in procs for t in p.tracebacks
         if stopped_at is None or t.line_no < stopped_at
     ]
+    # The assertion of #50615 in a traceback cut before it shows what ran it:
+    # likely the crash, never "a different crash".
+    near = [(n, p, t) for n, p, t in errors if t.at_the_assertion()]
+    if near:
+        _, proc, tb = near[0]
+        where = _where(tb)
+        return made(
+            "inconclusive", EXIT_INCONCLUSIVE,
+            f"Probably vllm-project/vllm#50615: AssertionError at {where['file']}:{where['line']} "
+            f"in forward_mqa, in {proc.label}, but the traceback is cut before it shows "
+            "profile_run (a log cut by --tail or --since?): run diagnose on the whole log.",
+            stop_note=False, crash={**where, "processes": [proc.label]},
+        )
+    # What the API server says when the engine failed ("See root cause
+    # above"): the cause is another process's traceback, not in this log.
+    causes = [(n, p, t) for n, p, t in errors if not _a_report_of_another(t)]
+    if errors and not causes:
+        _, proc, tb = errors[0]
+        return made(
+            "inconclusive", EXIT_INCONCLUSIVE,
+            f"Nothing conclusive: the log shows {proc.label} reporting that the engine failed "
+            f"({tb.exc_type}: {tb.message[:160]}), but not the failure itself (the log is cut?).",
+            stop_note=False, reached=False,
+        )
+    errors = causes
     applies = _deepseek_v4(log)
     death = log.death if log.death is not None and (
         stopped_at is None or log.death[0] < stopped_at) else None
@@ -230,14 +285,17 @@ def _judge(log: Log) -> Diagnosis:
         _, proc, tb = min(errors, key=lambda e: e[0])
         where = _where(tb)
         place = f"{where['file']}:{where['line']} in {where['function']}" if where["file"] else "?"
+        died = (f" A process died: {tb.message[:200]}."
+                if _DEATH.search(tb.message) and not _DEATH_NOT.search(tb.message) else "")
         return made(
             "other-crash", EXIT_OTHER_CRASH,
             f"A different crash: {tb.exc_type} at {place}, in {proc.label} (the first "
-            "traceback in the log). dspark-attn-plugin does not address it.",
+            f"traceback in the log).{died} dspark-attn-plugin does not address it.",
             stop_note=False, crash={**where, "processes": [proc.label]},
         )
     if log.vllm_lines == 0:
-        what = "empty" if log.lines == 0 else "not a vLLM log (no vLLM log line in it)"
+        what = "empty" if log.lines == 0 and not log.notes else (
+            "not a vLLM log (no vLLM log line in it)")
         return made("inconclusive", EXIT_INCONCLUSIVE, f"Nothing conclusive: the input is {what}.",
                     reached=False)
     if applies is False:
@@ -273,6 +331,13 @@ def _judge(log: Log) -> Diagnosis:
         + ", ".join(f"{p.label} ({_state_text(p)})" for p in uncovered)
         + ": this log does not show the deployment protected.",
     )
+
+
+def _a_report_of_another(tb: Traceback) -> bool:
+    """A traceback that reports another process's failure (vLLM's "See root
+    cause above", "Engine core initialization failed")."""
+    report = "root cause above" in tb.message or "initialization failed" in tb.message
+    return report and not (_DEATH.search(tb.message) and not _DEATH_NOT.search(tb.message))
 
 
 def _deepseek_v4(log: Log) -> bool | None:
@@ -333,6 +398,7 @@ def read_paths(paths: list[str], stdin=None) -> Log:
     log.total_lines, log.runs, log.earlier = reader.total_lines, reader.runs, earlier
     log.previous, log.notes = previous[0], notes
     log.newest_first = (reader.steps_back or reader.headers_after_frames) if reader.newest_first else 0
+    log.interleaved_sources = reader.interleaved_sources
     return log
 
 

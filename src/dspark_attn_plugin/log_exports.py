@@ -37,6 +37,10 @@ MAX_DEPTH = 6
 # A JSON value being read (a record, or an object holding the records) may
 # not grow past this: the input is then refused, not held.
 MAX_VALUE = 256 * 1024 * 1024
+# How a JSON array or object of records begins (and a log line does not:
+# ``[rank0]:``, ``[pod/x/c]``, ``[W1203 ...]``, ``{'model': ...}``).
+_JSON_ARRAY = re.compile(r'\[\s*(?:$|[{\["\]])')
+_JSON_OBJECT = re.compile(r'\{\s*(?:$|"|\})')
 _VLLM_START = re.compile(
     r"^(?:\((?:[A-Za-z_][\w.-]*)?[^)]*pid=\d+[^)]*\) |(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d )")
 
@@ -117,9 +121,10 @@ def _records_of(value) -> Iterator[dict]:
         for item in value:
             yield from _records_of(item)
     elif isinstance(value, dict):
-        lists = [value[k] for k in RECORD_LISTS if isinstance(value.get(k), list)]
-        if lists and find_message(value) is None:
-            for item in lists[0]:
+        held = [value[k] for k in RECORD_LISTS if isinstance(value.get(k), (list, dict))]
+        if held and not any(isinstance(value.get(k), str) for k in MESSAGE_KEYS):
+            # A response that holds the records (Elasticsearch: hits.hits[]._source).
+            for item in held:
                 yield from _records_of(item)
         else:
             yield value
@@ -199,12 +204,12 @@ def vllm_lines(pieces: Iterable[str], name: str = "the log") -> Iterator[str]:
     else:
         return
     start = first.lstrip()
-    if start.startswith("[") and not _VLLM_START.match(start) and not start.startswith("[rank"):
+    if _JSON_ARRAY.match(start):
         for value in _json_values(first, it, name):
             for record in _records_of(value):
                 yield from record_lines(record) or []
         return
-    if start.startswith("{"):
+    if _JSON_OBJECT.match(start):
         try:
             json.loads(start)
             one_a_line = first.endswith("\n")

@@ -11,9 +11,11 @@ memory stays bounded whatever the size. Pure Python.
 
 from __future__ import annotations
 
+import bz2
 import codecs
 import gzip
 import io
+import lzma
 import zlib
 from collections.abc import Iterator
 
@@ -23,6 +25,9 @@ MAX_LINE = 64 * 1024
 # A run of NUL bytes at least this long is padding, not data.
 NUL_PADDING = 64
 _GZIP = b"\x1f\x8b"
+_BZIP2 = b"BZh"
+_XZ = b"\xfd7zXZ\x00"
+_DECOMPRESSION_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError)
 _BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"),
          (codecs.BOM_UTF16_BE, "utf-16-be"))
 
@@ -42,16 +47,26 @@ class TextLines:
         self._nul = 0
         self._replaced = 0
         self._padding_open = False  # the last chunk ended in NUL padding
+        self._any = False  # some text came out
         raw = stream if hasattr(stream, "peek") else io.BufferedReader(stream)
-        self.compressed = raw.peek(2)[:2] == _GZIP
-        if self.compressed:
-            raw = gzip.GzipFile(fileobj=raw)
+        magic = raw.peek(6)[:6]
+        self.compressed = True
+        if magic.startswith(_GZIP):
+            raw = io.BufferedReader(gzip.GzipFile(fileobj=raw))
             self.notes.append("read through gzip")
+        elif magic.startswith(_BZIP2):
+            raw = io.BufferedReader(bz2.BZ2File(raw))
+            self.notes.append("read through bzip2")
+        elif magic.startswith(_XZ):
+            raw = io.BufferedReader(lzma.LZMAFile(raw))
+            self.notes.append("read through xz")
+        else:
+            self.compressed = False
         self._raw = raw
         self._encoding = "utf-8"
         try:
             head = raw.peek(4)[:4]
-        except (OSError, EOFError, zlib.error) as exc:
+        except _DECOMPRESSION_ERRORS as exc:
             raise LogError(f"{name}: cannot read it: {exc}") from None
         for bom, encoding in _BOMS:
             if head.startswith(bom):
@@ -67,8 +82,11 @@ class TextLines:
                 yield from self._utf16()
             else:
                 yield from self._utf8()
-        except (OSError, EOFError, zlib.error) as exc:
-            raise LogError(f"{self.name}: cannot read it: {exc}") from None
+        except _DECOMPRESSION_ERRORS as exc:
+            if not self.compressed or not self._any:
+                raise LogError(f"{self.name}: cannot read it: {exc}") from None
+            # A rotated file cut short: what came out of it is read, as a cut log.
+            self.notes.append(f"the compressed data is cut short ({exc}); read up to there")
         self._finish_notes()
 
     def _finish_notes(self) -> None:
@@ -107,6 +125,7 @@ class TextLines:
             if "\ufffd" in text:
                 self._replaced += text.count("\ufffd") - chunk.count("\ufffd".encode())
             number += text.endswith("\n")
+            self._any = True
             yield self._check(text, number)
 
     def _strip_padding(self, chunk: bytes, number: int) -> bytes:

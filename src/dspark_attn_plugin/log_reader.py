@@ -74,7 +74,7 @@ _STOPS = {"KeyboardInterrupt", "SystemExit", "CancelledError"}
 _DEATH = re.compile(
     r"died unexpectedly|exit code: -?\d+|exitcode=-?\d+|\bSIGKILL\b|\bSIGSEGV\b|\bSIGABRT\b"
     r"|[Oo]ut of memory|\bOOM[ -]?kill|oom-kill|Killed process|\bOOMKilled\b"
-    r"|terminated by signal|core dumped"
+    r"|terminated by signal|core dumped|Failed core proc\(s\): \{[^}]*: -\d+"
 )
 _DEATH_NOT = re.compile(r"exit code: 0\b|exitcode=0\b|CUDA out of memory")
 # vLLM's head anywhere in the first characters of a line: what comes before
@@ -155,6 +155,12 @@ class Traceback:
         """The #50615 crash: AssertionError at the topk_indices_buffer
         assertion in forward_mqa of a deepseek_v4 flashmla.py, raised under
         profile_run."""
+        return self.at_the_assertion() and "profile_run" in self.functions
+
+    def at_the_assertion(self) -> bool:
+        """AssertionError at the topk_indices_buffer assertion in
+        forward_mqa of a deepseek_v4 flashmla.py, whatever ran it (a
+        traceback cut before ``profile_run`` shows may still be #50615)."""
         frame = self.innermost
         return (
             self.exc_type == "AssertionError"
@@ -162,7 +168,6 @@ class Traceback:
             and frame.func == "forward_mqa"
             and re.search(r"deepseek_v4/.*flashmla\.py$", frame.file.replace("\\", "/")) is not None
             and "topk_indices_buffer" in frame.statement
-            and "profile_run" in self.functions
         )
 
 
@@ -239,6 +244,7 @@ class Log:
     previous: tuple | None = None  # (start, its first line, its Diagnosis)
     notes: list = field(default_factory=list)  # what reading the input took
     newest_first: int = 0  # > 0: the input reads newest first (the evidence's count)
+    interleaved_sources: int = 0  # > 0: that many sources' lines take turns
 
     def ordered(self) -> list[Process]:
         return sorted(self.processes.values(), key=lambda p: p.first_line)
@@ -269,6 +275,9 @@ class LogReader:
         self.steps_forward = 0
         self.headers_after_frames = 0
         self.tracebacks_in_order = 0
+        self._last_wrapper = None
+        self.wrapper_switches = 0
+        self.wrappers_seen: set[str] = set()
 
     @property
     def newest_first(self) -> bool:
@@ -375,11 +384,29 @@ class LogReader:
                 pass
             proc.plugin.append((state, detail))
 
+    def _wrapped_by(self, wrapper) -> None:
+        """Count the switches between wrappers: lines of several sources
+        (two pods through ``kubectl logs -l ... --prefix`` or ``stern``)."""
+        if self._last_wrapper is not None and wrapper is not self._last_wrapper:
+            self.wrapper_switches += 1
+            self.wrappers_seen.add(wrapper.pattern)
+        self.wrappers_seen.add(wrapper.pattern)
+        self._last_wrapper = wrapper
+
+    @property
+    def interleaved_sources(self) -> int:
+        """How many sources' lines the input holds (0: one): lines behind
+        different wrappers, which a restart of one source does not give."""
+        if self.wrapper_switches and len(self.wrappers_seen) >= 2:
+            return len(self.wrappers_seen)
+        return 0
+
     def _unwrap(self, line: str) -> str:
         """``line`` without the wrapper a log pipeline put before vLLM's."""
         for wrapper in self._wrappers:
             m = wrapper.match(line)
             if m:
+                self._wrapped_by(wrapper)
                 line = line[m.end():]
                 return line[:-1] if m.group(0).startswith('"') and line.endswith('"') else line
         if _PREFIX.match(line) or _HEAD.match(line):
@@ -392,6 +419,7 @@ class LogReader:
             r"\d+" if part.isdigit() else re.escape(part) for part in re.split(r"(\d+)", head) if part
         )
         self._wrappers.appendleft(re.compile(pattern))
+        self._wrapped_by(self._wrappers[0])
         line = line[anchor.start():]
         return line[:-1] if head.startswith('"') and line.endswith('"') else line
 
