@@ -384,12 +384,7 @@ class StatementWalk:
                         v = _const(item, it.derived)
                         element = v if element is None else _join(element, v)
                 self.store(s.target, element, body_st, scope)
-            scope.breaks.append([])
-            scope.continues.append([])
-            try:
-                end = self.block(s.body, body_st, scope)
-            finally:
-                level_breaks, continues = scope.breaks.pop(), scope.continues.pop()
+            end, level_breaks, continues = self._body(s, body_st, scope)
             breaks += level_breaks
             if end is None or not end.total:
                 total = False
@@ -411,6 +406,17 @@ class StatementWalk:
         out.total = st.total and sure
         return out
 
+    def _body(self, s, body_st: _State, scope: _Scope):
+        """One pass of a loop's body: where it ends, and the states that
+        ``break`` and ``continue`` left it in."""
+        scope.breaks.append([])
+        scope.continues.append([])
+        try:
+            end = self.block(s.body, body_st, scope)
+        finally:
+            level_breaks, continues = scope.breaks.pop(), scope.continues.pop()
+        return end, level_breaks, continues
+
     def unrolled(self, s: ast.For, it: _Val, st: _State, scope: _Scope) -> _State | None:
         """A ``for`` over a short constant: the body once per item, in
         order, each with its item; ``break`` leaves, ``else`` runs when no
@@ -423,12 +429,7 @@ class StatementWalk:
             body_st = cur.copy()
             body_st.total = cur.total
             self.store(s.target, _const(item, it.derived), body_st, scope)
-            scope.breaks.append([])
-            scope.continues.append([])
-            try:
-                end = self.block(s.body, body_st, scope)
-            finally:
-                level_breaks, continues = scope.breaks.pop(), scope.continues.pop()
+            end, level_breaks, continues = self._body(s, body_st, scope)
             breaks += level_breaks
             goes_on = [e for e in [end, *continues] if e is not None]
             nxt = _join_states(goes_on, scope.locals)
