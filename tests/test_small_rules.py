@@ -219,6 +219,8 @@ def test_rules(body, expected):
     "helpers, tail",
     [
         ("@some_decorator\n", ""),  # forward_mqa decorated
+        ("@staticmethod\n", ""),  # a decorator the class body allows elsewhere
+        ("@property\n", ""),
         ("", "\nDeepseekV4FlashMLAAttention.forward_mqa = other\n"),  # rebound after
         ("", "\nif TYPE_CHECKING:\n    class DeepseekV4FlashMLAAttention(Other):\n        pass\n"),  # defined twice
         ("", "\nsetattr(DeepseekV4FlashMLAAttention, 'forward_mqa', other)\n"),
