@@ -84,14 +84,13 @@ _HEAD_INSIDE = re.compile(
     r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
     r"\[?[^\]:\s]+:\d+\] ?"
 )
-# Timestamps, to tell a log written newest first: vLLM's head, ISO 8601.
-_STAMP = re.compile(r"(?:(?P<y>\d{4})-)?(?P<mo>\d\d)-(?P<d>\d\d)[T ](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)")
 # Steps between timestamps smaller than this are interleaving, not order.
 ORDER_STEP = 2
 _ARCH = re.compile(r"Resolved architecture: (?P<arch>\w+)")
 _MODEL = re.compile(r"""(?:'model': |model=)['"](?P<model>[^'"]+)['"]""")
 _HEAD = re.compile(  # vLLM's, and the older one without the bracket before the file
-    r"^(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
+    r"^(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) "
+    r"(?P<mo>\d\d)-(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.\d+)? "
     r"\[?(?P<file>[^\]:\s]+):\d+\] ?"
 )
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>.+?)\s*$')
@@ -286,15 +285,10 @@ class LogReader:
             return True
         return self.headers_after_frames >= 2 and self.tracebacks_in_order == 0
 
-    def _order(self, text: str) -> None:
-        m = _STAMP.search(text, 0, 160)
-        if m is None:
-            return
-        try:
-            stamp = ((int(m["y"] or 0) * 12 + int(m["mo"])) * 31 + int(m["d"])) * 86400 + (
-                int(m["h"]) * 3600 + int(m["mi"]) * 60 + int(m["s"]))
-        except ValueError:
-            return
+    def _order(self, m) -> None:
+        """One more time of day, from a vLLM head (``m``: its match)."""
+        stamp = (int(m["mo"]) * 31 + int(m["d"])) * 86400 + (
+            int(m["h"]) * 3600 + int(m["mi"]) * 60 + int(m["s"]))
         # Against the last time that counted: slow steps add up.
         if self._stamp is None:
             self._stamp = stamp
@@ -425,7 +419,6 @@ class LogReader:
 
     def feed(self, raw: str) -> None:
         text = _ANSI.sub("", raw.rstrip("\r\n")).rstrip("\r")
-        self._order(text)
         stripped = text.lstrip()
         if stripped.startswith("{") and stripped.rstrip().endswith("}"):
             lines = _json_lines(stripped)
@@ -462,11 +455,12 @@ class LogReader:
             name, pid, ip = self._dangling.popleft()
             found = True
         head = _HEAD.match(line)
-        if head is None and (inside := _HEAD_INSIDE.search(line, 0, 300)) is not None:
+        if head is None and prefixes and (inside := _HEAD_INSIDE.search(line, 0, 300)) is not None:
             line = line[inside.start():]  # after VLLM_LOGGING_PREFIX
             head = _HEAD.match(line)
         file = None
         if head:
+            self._order(head)
             file = head.group("file")
             line = line[head.end():]
         self._runs(line, found is not None or head is not None)
