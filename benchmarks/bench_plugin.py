@@ -150,11 +150,15 @@ def decide_ms(flashmla, runs: int = 7) -> float:
     module is imported: classify the loaded code and build the patch."""
     import time
 
-    from dspark_attn_plugin import patch
+    from dspark_attn_plugin import loaded_code, patch, warmup_edit
     from dspark_attn_plugin.loaded_code import classify_loaded
+    from dspark_attn_plugin.warmup_shape import classify_source
 
     samples = []
     for _ in range(runs):
+        # A fresh process has read nothing yet: no cached reading.
+        for cached in (classify_source, warmup_edit.plan_edit, loaded_code._compiled):
+            cached.cache_clear()
         t0 = time.perf_counter()
         classify_loaded(flashmla)
         patch.apply(flashmla)
