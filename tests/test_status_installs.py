@@ -138,3 +138,37 @@ def test_status_ray_without_ray_says_what_it_needs(tmp_path):
     as_json = _status(python, "--ray", "--json")
     assert as_json.returncode == 2
     assert "needs Ray" in json.loads(as_json.stdout)["error"]
+
+
+def _flashmla_dir(root: Path) -> Path:
+    folder = root / "vllm" / "models" / "deepseek_v4" / "nvidia"
+    folder.mkdir(parents=True)
+    return folder
+
+
+def test_flashmla_as_an_extension_module_is_unknown_not_absent(tmp_path):
+    """A build that compiled flashmla to a ``.so`` (Cython, Nuitka): nothing
+    to read, so nothing to promise."""
+    from dspark_attn_plugin import status
+    from dspark_attn_plugin.warmup_shape import Verdict
+
+    folder = _flashmla_dir(tmp_path)
+    (folder / "flashmla.cpython-311-x86_64-linux-gnu.so").write_bytes(b"\x7fELF")
+    verdict, reason = status._classify_file(str(tmp_path / "vllm"), str(folder / "flashmla.py"))
+    assert verdict is Verdict.UNKNOWN and ".so" in reason
+
+
+def test_a_package_that_cannot_be_listed_is_unknown_not_absent(tmp_path, monkeypatch):
+    """Where the package folder cannot be listed (permissions), its flashmla
+    may exist: unknown, never absent."""
+    from dspark_attn_plugin import installation, status
+    from dspark_attn_plugin.warmup_shape import Verdict
+
+    folder = _flashmla_dir(tmp_path)
+
+    def denied(path):
+        raise PermissionError(13, "Permission denied", str(folder))
+
+    monkeypatch.setattr(installation, "compiled_forms", denied)
+    verdict, reason = status._classify_file(str(tmp_path / "vllm"), str(folder / "flashmla.py"))
+    assert verdict is Verdict.UNKNOWN and "Permission denied" in reason
