@@ -377,3 +377,15 @@ def test_any_wrapper_never_puts_the_crash_on_the_safe_side(crash, export, revers
     d = judged(_wrap(lines, export, reverse, prefix, gz, encoding, cut))
     allowed = {1, 2} if crash else {0, 2}
     assert d.exit_code in allowed, d.summary
+
+
+@pytest.mark.parametrize("stamped", [False, True], ids=["plain", "kubectl-timestamps"])
+def test_an_in_process_llm_log_without_process_prefixes_shows_the_crash(stamped):
+    """``vllm.LLM(...)`` in one process: no ``(EngineCore pid=N)`` prefixes."""
+    import re
+
+    lines = [re.sub(r"^\([A-Za-z_][\w.-]* pid=\d+\) ", "", l) for l in lines_of(CRASH)]
+    if stamped:
+        lines = [f"{stamp(i)} {l}" for i, l in enumerate(lines)]
+    d = judged(("\n".join(lines) + "\n").encode())
+    assert d.exit_code == 1, d.summary
