@@ -408,7 +408,7 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     ),
     "reader-vllm-logging-prefix": (
         "text between the process prefix and the level hides vLLM's lines",
-        [("log_reader.py", "        if head is None and (inside := _HEAD_INSIDE.search(line, 0, 300)) is not None:\n", "        if False and (inside := _HEAD_INSIDE.search(line, 0, 300)) is not None:\n")],
+        [("log_reader.py", "        if head is None and prefixes and (inside := _HEAD_INSIDE.search(line, 0, 300)) is not None:\n", "        if False and (inside := _HEAD_INSIDE.search(line, 0, 300)) is not None:\n")],
     ),
     "input-gzip-by-name-only": (
         "gzip is not recognised by its magic bytes",

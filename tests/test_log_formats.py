@@ -389,3 +389,12 @@ def test_an_in_process_llm_log_without_process_prefixes_shows_the_crash(stamped)
         lines = [f"{stamp(i)} {l}" for i, l in enumerate(lines)]
     d = judged(("\n".join(lines) + "\n").encode())
     assert d.exit_code == 1, d.summary
+
+
+def test_vllm_logging_prefix_does_not_hide_the_order_of_the_log():
+    """The times come from vLLM's head: behind VLLM_LOGGING_PREFIX it must
+    still be found, or a log written newest first reads as in order."""
+    lines = [l.replace(") INFO ", ") [gpu-7] INFO ").replace(") WARNING ", ") [gpu-7] WARNING ")
+             for l in lines_of(PROTECTED)]
+    d = judged(("\n".join(reversed(lines)) + "\n").encode())
+    assert d.exit_code == 2 and "newest first" in d.summary, d.summary
