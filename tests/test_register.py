@@ -301,3 +301,18 @@ def test_uninstrument_puts_back_vllms_function_only_when_ours_is_in_place(
     assert layer_cls.__dict__["forward_mqa"] is stock_forward_mqa
     dspark_attn_plugin.uninstrument()  # idempotent
     assert layer_cls.__dict__["forward_mqa"] is stock_forward_mqa
+
+
+def test_patch_apply_refuses_a_source_that_is_not_the_loaded_code(
+    flashmla, layer_cls, stock_forward_mqa, monkeypatch
+):
+    """The patch's own check, whoever calls it: the rebuilt method must be
+    the loaded one, compiled from the source it is given."""
+    real = flashmla.__loader__.get_source(flashmla.__name__)
+    edited = real.replace(
+        "num_decodes = swa_metadata.num_decodes", "num_decodes = swa_metadata.num_prefills"
+    )
+    monkeypatch.setattr(flashmla.__loader__, "get_source", lambda name: edited)
+    with pytest.raises(patch.PatchError, match="does not match"):
+        patch.apply(flashmla)
+    assert layer_cls.__dict__["forward_mqa"] is stock_forward_mqa
