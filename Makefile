@@ -30,7 +30,7 @@ define quietly
 	echo "$(2) failed (exit $$rc); full log: $(CURDIR)/$(LOGS)/$(1).log" >&2; exit $$rc; fi
 endef
 
-.PHONY: venv dist wheel install test verify bench bench-diagnose mutants fuzz clean
+.PHONY: venv dist wheel install test verify bench bench-diagnose mutants mutation-score fuzz clean
 
 # No prerequisite: the venv's name already carries a hash of the requirements
 # (a fresh clone's new file times must not force a rebuild).
@@ -71,6 +71,15 @@ bench-diagnose: install
 # make at least one offline test fail. Several minutes; not part of `make test`.
 mutants: install
 	@$(BIN)/python tests/mutation_check.py $(MUTANTS_ARGS)
+
+# Cosmic Ray over the judging modules (tests/mutation_score.py): each mutant
+# against the tests that execute its lines; resumes where it stopped; the
+# results in benchmarks/results/mutation-score/. Hours; not part of `make test`.
+MUTATION_MODULES ?=
+mutation-score: install
+	$(call quietly,mutation-tools,Installing Cosmic Ray and coverage into the venv,\
+	$(BIN)/python -m pip install --disable-pip-version-check -r tests/mutation_requirements.txt)
+	@$(BIN)/python tests/mutation_score.py run $(MUTATION_MODULES)
 
 # Generated flashmla variants, executed (tests/fuzz_variants.py): thousands of
 # examples, the tally in FUZZ_JSON. `make test` runs a few hundred of them.

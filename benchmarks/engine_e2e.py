@@ -23,6 +23,12 @@ decoding, one server after the other; ``--paired-cost`` starts stock and
 plugin together and sends them the same greedy batch at the same moment,
 round after round (GPUs swapped each round where there are two, both on one
 GPU otherwise), then stock against stock for the method's own noise.
+``--evidence`` runs each timed round with vLLM's own serving benchmark,
+``vllm bench serve`` (``engine/bench_serve.py``; the report's
+``bench_command`` is the line to type against one server), and compares
+the servers' greedy token ids and top-5 log-probabilities exactly;
+``--model-size gpu-bound`` gives the model a size at which a decode step is
+the GPU's time rather than the host's (``engine/checkpoint.py``).
 Needs Python 3.11 or newer (the plugin itself: 3.10).
 
 The last line of standard output is one JSON object with every figure
@@ -51,7 +57,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from engine import harness  # noqa: E402
-from engine.checkpoint import write_checkpoint  # noqa: E402
+from engine.checkpoint import SIZES, write_checkpoint  # noqa: E402
 from engine.evidence import (  # noqa: E402
     EVIDENCE_KV_CACHE_BYTES, PHASES, run_evidence, start_comparisons)
 from engine.standin import FLASHMLA_RELPATH, StandinError, make_standin  # noqa: E402
@@ -103,6 +109,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         f"{EVIDENCE_KV_CACHE_BYTES} B)")
     parser.add_argument("--evidence-rounds", type=int, default=harness.Settings.evidence_rounds,
                         help="rounds per phase of --evidence (default %(default)s)")
+    parser.add_argument("--evidence-client", choices=("bench-serve", "completions"),
+                        default=harness.Settings.evidence_client,
+                        help="each timed round of --evidence: `vllm bench serve` (random "
+                        "prompts, fixed seed per round, --ignore-eos; default) or one batched "
+                        "completions request")
+    parser.add_argument("--evidence-input-len", type=int,
+                        default=harness.Settings.evidence_input_len,
+                        help="prompt tokens per request of `vllm bench serve` (default %(default)s)")
+    parser.add_argument("--evidence-max-tokens", type=int,
+                        default=harness.Settings.evidence_max_tokens,
+                        help="output tokens per request of each round (default %(default)s)")
+    parser.add_argument("--model-size", choices=SIZES, default=harness.Settings.model_size,
+                        help="the checkpoint's config (engine/checkpoint.py): tiny, or gpu-bound "
+                        "(a decode step the GPU's time, not the host's; default %(default)s)")
     parser.add_argument("--evidence-phases", default=",".join(harness.Settings.evidence_phases),
                         help="comma-separated, of: target, dspark (default %(default)s)")
     parser.add_argument("--tensor-parallel-size", type=int, default=1,
@@ -146,6 +166,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--evidence-seconds must be positive")
     if args.kv_cache_memory_bytes is not None and args.kv_cache_memory_bytes < 1:
         parser.error("--kv-cache-memory-bytes must be positive")
+    if min(args.evidence_input_len, args.evidence_max_tokens) < 1:
+        parser.error("--evidence-input-len and --evidence-max-tokens must be positive")
     if args.evidence_rounds < 2:
         parser.error("--evidence-rounds must be at least 2 (an interval needs two rounds)")
     if not args.plugin_wheel.is_file() or args.plugin_wheel.suffix != ".whl":
@@ -202,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
         throughput_runs=args.throughput_runs, tensor_parallel_size=args.tensor_parallel_size,
         distributed_executor_backend=args.distributed_executor_backend,
         evidence_rounds=args.evidence_rounds, evidence_seconds=args.evidence_seconds,
+        evidence_client=args.evidence_client, evidence_input_len=args.evidence_input_len,
+        evidence_max_tokens=args.evidence_max_tokens, model_size=args.model_size,
         kv_cache_memory_bytes=args.kv_cache_memory_bytes,
         cudagraph_capture_sizes=args.capture_sizes,
         evidence_phases=tuple(p for p in args.evidence_phases.split(",") if p),
@@ -233,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     if not plugin_installed:
         sys.path.append(str(layout.plugin))  # the stand-in uses its warmup locator
     harness.install_plugin_dist(layout.harness)
-    write_checkpoint(layout.model)
+    write_checkpoint(layout.model, settings.model_size)
     report["model"] = str(layout.model)
     if vllm["path"] is None:
         return _finish(report, args, EXIT_OK if args.dry_run else EXIT_CANNOT_RUN)

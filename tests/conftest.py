@@ -123,3 +123,24 @@ def pytest_sessionfinish(session, exitstatus):
 
     ray_cluster.stop()
     shutil.rmtree(os.environ[ray_cluster.STATE_VAR], ignore_errors=True)
+
+
+# --- the mutation score's map (tests/mutation_score.py map) -----------------------
+# Only while that map is made (MUTATION_COVERAGE_DIR set): each test measured on
+# its own, in the process that runs it (the forked one under --forked).
+
+if os.environ.get("MUTATION_COVERAGE_DIR"):
+
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_runtest_setup(item):
+        from mutation_score import TestCoverage
+
+        item._mutation_coverage = TestCoverage(item.nodeid)
+        yield
+
+    @pytest.hookimpl(hookwrapper=True, trylast=True)
+    def pytest_runtest_teardown(item):
+        yield
+        measured = getattr(item, "_mutation_coverage", None)
+        if measured is not None:
+            measured.stop()

@@ -81,3 +81,18 @@ def test_render_lists_each_node_and_the_cluster_verdict(snap):
     assert lines[-1] == ("cluster: a node runs an affected vLLM unprotected: 2 node(s), 1 safe, "
                          "1 unprotected, 0 cannot be judged (exit 1)")
     assert result.to_dict()["nodes"][1]["status"]["plugin_enabled"] is False
+
+
+@pytest.mark.parametrize("settings, here", [
+    ({"DSPARK_ATTN_PLUGIN": "off"}, {}),
+    ({}, {"DSPARK_ATTN_PLUGIN": "off"}),
+    ({}, {"VLLM_PLUGINS": "lora_filesystem_resolver"}),
+])
+def test_a_node_with_another_plugin_version_switched_off_is_unprotected(snap, settings, here):
+    """Whatever plugin version the node has, with the plugin switched off (or
+    left out of VLLM_PLUGINS) it crashes: unprotected (1), not "cannot be
+    judged" (2)."""
+    older = dict(snap, plugin_version="0.1.0", settings=settings)
+    node = cluster_status.judge_node(older, here, "n", "ip")
+    assert node.exit_code == status.EXIT_UNPROTECTED, node
+    assert node.status["protected"] is False

@@ -76,6 +76,12 @@ EXPECTED = {
     "engine-e2e-2026-12-01/run-H-evidence-target-stock.log": 2,
     "engine-e2e-2026-12-01/run-H-evidence-target-plugin.log": 0,
     "engine-e2e-2026-12-01/run-H-evidence-target-stock-b.log": 2,
+    # Run I (2026-12-02, the gpu-bound model): both released servers without
+    # the plugin (not shown protected), the stand-in with it patched and
+    # rescued; all three stopped by the run's deadline.
+    "engine-e2e-2026-12-02/run-I-dspark-released.log": 2,
+    "engine-e2e-2026-12-02/run-I-dspark-released-b.log": 2,
+    "engine-e2e-2026-12-02/run-I-dspark-standin-plugin.log": 0,
 }
 
 

@@ -68,6 +68,12 @@ class H(BaseHTTPRequestHandler):
                 return
             if body.get("logprobs") is not None and body.get("return_tokens_as_token_ids"):
                 choice["logprobs"] = {"tokens": [f"token_id:{t}" for t in ids]}
+                if body["logprobs"]:
+                    top = [{f"token_id:{t}": -0.5, f"token_id:{(t + 1) % 1000}": -1.25}
+                           for t in ids]
+                    if with_plugin and os.environ.get("FAKE_LOGPROB_DIFFERS") == "1" and i == 1:
+                        top[3][f"token_id:{ids[3]}"] = -0.5000000000000001
+                    choice["logprobs"]["top_logprobs"] = top
             reply["choices"].append(choice)
         self._send(json.dumps(reply).encode())
 ThreadingHTTPServer(("127.0.0.1", port), H).serve_forever()
@@ -90,7 +96,8 @@ def fake_servers(tmp_path, monkeypatch):
 
 def _settings(**kw) -> harness.Settings:
     defaults = dict(start_timeout_s=60, evidence_rounds=3, evidence_batch=4,
-                    evidence_max_tokens=8, evidence_token_max_tokens=12)
+                    evidence_max_tokens=8, evidence_token_max_tokens=12,
+                    evidence_client="completions")
     return harness.Settings(**{**defaults, **kw})
 
 
@@ -183,7 +190,7 @@ def test_rounds_take_turns_and_stop_before_the_time_limit(tmp_path, fake_servers
     layout = harness.Layout(tmp_path / "work")
     clock = {"now": 0.0}
 
-    def fake_round(phase, out, servers, prompts, settings, round_no):
+    def fake_round(phase, out, servers, prompts, settings, round_no, layout=None):
         clock["now"] += 10.0  # every round takes 10 s
         out["rounds"].append({"round": round_no, "phase": phase})
 
@@ -455,3 +462,206 @@ def test_a_fixed_kv_cache_reaches_the_case_servers_command(tmp_path):
     fixed = harness.case_command(layout, harness.Settings(kv_cache_memory_bytes=123), port=1)
     assert fixed[fixed.index("--kv-cache-memory-bytes") + 1] == "123"
     assert "--kv-cache-memory-bytes" not in harness.case_command(layout, harness.Settings(), 1)
+
+
+# --- vLLM's own benchmark client, the logprobs, the GPU-bound model (issue: 3 %) ---------
+
+from engine import bench_serve, checkpoint  # noqa: E402
+
+# What `vllm bench serve` (vLLM 0.26.0) prints at the end of a run.
+PRINTED = """\
+============ Serving Benchmark Result ============
+Successful requests:                     64        
+Failed requests:                         0         
+Benchmark duration (s):                  3.21      
+Total input tokens:                      8192      
+Total generated tokens:                  8192      
+Request throughput (req/s):              19.94     
+Output token throughput (tok/s):         2552.18   
+Peak output token throughput (tok/s):    3008.00   
+Peak concurrent requests:                64.00     
+Total token throughput (tok/s):          5104.36   
+---------------Time to First Token----------------
+Mean TTFT (ms):                          210.40    
+Median TTFT (ms):                        208.90    
+P99 TTFT (ms):                           230.12    
+-----Time per Output Token (excl. 1st token)------
+Mean TPOT (ms):                          23.55     
+Median TPOT (ms):                        23.49     
+P99 TPOT (ms):                           24.01     
+---------------Inter-token Latency----------------
+Mean ITL (ms):                           23.55     
+Median ITL (ms):                         22.87     
+P99 ITL (ms):                            41.30     
+==================================================
+"""
+
+
+def test_the_numbers_vllm_bench_serve_prints_are_read():
+    got = bench_serve.parse_printed(PRINTED)
+    assert got == {"completed": 64, "failed": 0, "duration": 3.21, "total_output_tokens": 8192,
+                   "output_throughput": 2552.18, "mean_ttft_ms": 210.40, "median_ttft_ms": 208.90,
+                   "mean_tpot_ms": 23.55, "median_tpot_ms": 23.49, "mean_itl_ms": 23.55,
+                   "median_itl_ms": 22.87}
+    # The saved JSON gives the same figures, by the same keys.
+    saved = {**got, "p99_tpot_ms": 24.01, "date": "20261202-120000", "itls": [[0.02]]}
+    assert bench_serve.figures(saved) == got
+
+
+def test_the_round_command_is_one_vllm_bench_serve_accepts(tmp_path):
+    """The arguments parsed by vLLM's own `vllm bench serve` parser (the
+    installed vLLM's): random prompts of fixed lengths, one seed, every
+    request at once, exactly output_len tokens each, greedy."""
+    from vllm.benchmarks import serve
+
+    argv = bench_serve.command("http://127.0.0.1:8000", "/m", tmp_path, served_model_name="tiny-dsv4",
+                               num_prompts=64, input_len=128, output_len=256, seed=7,
+                               result_dir=tmp_path, result_filename="r.json")
+    assert argv[:2] == ["bench", "serve"]
+    parser = bench_serve._parser()
+    serve.add_cli_args(parser)
+    args = parser.parse_args(argv[2:])
+    assert (args.dataset_name, args.random_input_len, args.random_output_len) == ("random", 128, 256)
+    assert (args.num_prompts, args.seed, args.request_rate, args.ignore_eos) == (64, 7, float("inf"), True)
+    assert args.temperature == 0 and args.save_result and args.result_filename == "r.json"
+    assert args.served_model_name == "tiny-dsv4" and args.base_url == "http://127.0.0.1:8000"
+    line = bench_serve.shell_line(argv)
+    assert line.startswith("vllm bench serve --backend vllm --base-url http://127.0.0.1:8000 ")
+
+
+def test_logprobs_are_compared_to_the_bit():
+    a = [[[[5, -0.5], [6, -1.25]], [[7, -0.25], [1, -2.0]]]]
+    assert evidence.compare_logprobs(a, json.loads(json.dumps(a)))["identical"] is True
+    b = json.loads(json.dumps(a))
+    b[0][1][0][1] = -0.25000000000000006  # one ulp away
+    got = evidence.compare_logprobs(a, b)
+    assert got["identical"] is False and got["differing_positions"] == 1
+    assert got["first_difference"] == {"prompt": 0, "position": 1,
+                                       "base": [[7, -0.25], [1, -2.0]],
+                                       "other": [[7, -0.25000000000000006], [1, -2.0]]}
+    c = json.loads(json.dumps(a))
+    c[0][0] = [[6, -1.25], [5, -0.5]]  # another order is another answer
+    assert evidence.compare_logprobs(a, c)["identical"] is False
+    assert evidence.compare_logprobs(a, a[:0])["identical"] is False
+    assert evidence.compare_logprobs(None, a) == {"compared": False}
+
+
+def test_top_logprobs_are_read_most_likely_first():
+    reply = {"choices": [{"index": 0, "logprobs": {
+        "tokens": ["token_id:5"], "top_logprobs": [
+            {"token_id:9": -3.0, "token_id:5": -0.1, "token_id:2": -3.0}]}}]}
+    assert evidence.top_logprobs(reply) == [[[[5, -0.1], [2, -3.0], [9, -3.0]]]]
+
+
+@pytest.mark.parametrize("tokens, period", [
+    ([584, 687, 712, 687, 712, 687, 712, 687, 712, 687, 712, 687, 712, 687, 712, 687, 712], 2),
+    ([3] * 20, 1),
+    (list(range(40)), None),
+    ([1, 2, 3] * 10, 3),
+    ([9, 8] + [1, 2, 3, 4, 5] * 6, 5),
+    ([], None),
+])
+def test_a_short_cycle_at_the_end_of_an_output_is_found(tokens, period):
+    assert evidence.shortest_cycle(tokens) == period
+
+
+def test_the_logprobs_differ_and_the_report_says_where(tmp_path, fake_servers, monkeypatch):
+    monkeypatch.setenv("FAKE_LOGPROB_DIFFERS", "1")
+    result = evidence.run_evidence(harness.Layout(tmp_path / "work"),
+                                   _settings(evidence_phases=("target",)))
+    tokens = result["phases"]["target"]["tokens"]
+    mine, aa = tokens["plugin vs stock"], tokens["stock-b vs stock"]
+    assert mine["identical"] is True  # the ids are the same ...
+    assert mine["logprobs"]["identical"] is False  # ... one log-probability is not
+    assert mine["logprobs"]["first_difference"]["prompt"] == 1
+    assert mine["logprobs"]["first_difference"]["position"] == 3
+    assert aa["logprobs"]["identical"] is True
+    assert aa["logprobs"]["positions"] == len(evidence.TOKEN_PROMPTS) * 12
+
+
+def test_bench_serve_rounds_feed_the_intervals(tmp_path, fake_servers, monkeypatch):
+    """Each round runs `vllm bench serve` once per server (the same seed for
+    every server of a round), its TPOT read beside the server's histogram;
+    warm-up repeats until a round shows no kernel compiled."""
+    calls = []
+    tpot = {"stock": 20.0, "plugin": 20.2, "stock-b": 19.9}
+
+    def fake_run(argv):
+        port = int(argv[argv.index("--base-url") + 1].rsplit(":", 1)[1])
+        seed = int(argv[argv.index("--seed") + 1])
+        calls.append((port, seed))
+        return {"mean_tpot_ms": 20.0 + (seed % 3) * 0.1, "median_tpot_ms": 20.0,
+                "output_throughput": 1000.0, "completed": 4, "failed": 0}, PRINTED
+
+    monkeypatch.setattr(evidence.bench_serve, "run", fake_run)
+    result = evidence.run_evidence(harness.Layout(tmp_path / "work"),
+                                   _settings(evidence_phases=("target",), evidence_client="bench-serve",
+                                             evidence_rounds=4))
+    assert result["problems"] == [], result["problems"]
+    assert result["bench_command"].startswith("vllm bench serve --backend vllm --base-url "
+                                              "http://127.0.0.1:PORT")
+    out = result["phases"]["target"]
+    for name in tpot:
+        assert len(out["servers"][name]["warmup"]) == 1 and out["servers"][name]["warmup"][0]["jit"] == []
+    # 3 servers x (1 warm-up + 4 rounds); in each round every server got one seed.
+    assert len(calls) == 3 * 5
+    for r in out["rounds"]:
+        seeds = {calls_seed for calls_seed in [r[n]["mean_tpot_ms"] for n in tpot]}
+        assert len(seeds) == 1
+        for n in tpot:
+            assert r[n]["bench_tokens_per_s_per_request"] == pytest.approx(1000 / r[n]["mean_tpot_ms"], rel=1e-3)
+    summary = out["bench_tpot"]
+    assert summary["plugin/stock"]["n"] == 4 and summary["stock-b/stock"]["geomean"] == pytest.approx(1.0)
+    assert "intervals" in summary["reading"]
+
+
+def test_warm_up_repeats_while_kernels_compile(tmp_path, monkeypatch):
+    log = tmp_path / "server.log"
+    log.write_text("")
+    compiled = {"left": 2}
+
+    class FakeServer:
+        port = 1
+
+        def metrics_text(self):
+            return ""
+
+    def fake_run(argv):
+        import time as _t
+        if compiled["left"]:
+            compiled["left"] -= 1
+            with open(log, "a") as fh:
+                fh.write("(EngineCore pid=1) WARNING " + _t.strftime("%m-%d %H:%M:%S")
+                         + " [jit_monitor.py:135] Triton kernel JIT compilation during inference:"
+                         " k. This causes a latency spike\n")
+            _t.sleep(2.1)  # the log has whole seconds: the next round starts past this one's
+        return {"mean_tpot_ms": 10.0}, ""
+
+    monkeypatch.setattr(evidence.bench_serve, "run", fake_run)
+    tries = evidence._warm_up(FakeServer(), {"log": str(log)}, harness.Layout(tmp_path / "w"),
+                              _settings(evidence_client="bench-serve"))
+    assert [bool(t["jit"]) for t in tries] == [True, True, False]
+
+
+def test_the_gpu_bound_config_keeps_every_constraint_of_the_tiny_one(tmp_path):
+    tiny, big = checkpoint.config_for("tiny"), checkpoint.config_for("gpu-bound")
+    for config in (tiny, big):
+        layers = config["num_hidden_layers"]
+        ratios = config["compress_ratios"]
+        assert config["hidden_size"] % 2048 == 0 and config["hc_mult"] == 4
+        assert len(ratios) == layers + 1 and set(ratios) <= {0, 1, 4, 128}
+        assert any(r > 1 for r in ratios[:layers]) and any(r <= 1 for r in ratios)
+        targets = config["dspark_target_layer_ids"]
+        assert len(set(targets)) == len(targets) and max(targets) == layers - 1 and min(targets) >= 0
+        assert config["moe_intermediate_size"] % 128 == 0
+        e = config["n_routed_experts"]
+        assert e & (e - 1) == 0 and config["num_experts_per_tok"] <= e
+        assert config["dspark_noise_token_id"] == config["vocab_size"] - 1
+        assert config["num_attention_heads"] % config["o_groups"] == 0
+    assert big["hidden_size"] * big["num_hidden_layers"] * big["n_routed_experts"] * \
+        big["moe_intermediate_size"] >= 100 * tiny["hidden_size"] * tiny["num_hidden_layers"] * \
+        tiny["n_routed_experts"] * tiny["moe_intermediate_size"]
+    folder = checkpoint.write_checkpoint(tmp_path / "m", "gpu-bound")
+    assert json.loads((folder / "config.json").read_text()) == big
+    with pytest.raises(ValueError, match="unknown model size"):
+        checkpoint.config_for("huge")

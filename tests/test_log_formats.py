@@ -398,3 +398,33 @@ def test_vllm_logging_prefix_does_not_hide_the_order_of_the_log():
              for l in lines_of(PROTECTED)]
     d = judged(("\n".join(reversed(lines)) + "\n").encode())
     assert d.exit_code == 2 and "newest first" in d.summary, d.summary
+
+
+def _died_before_the_model(pid: int = 3436) -> list[str]:
+    return lines_of(CRASH)[:12] + [
+        f"(APIServer pid={pid}) Traceback (most recent call last):",
+        f'(APIServer pid={pid})   File "/v/vllm/engine/arg_utils.py", line 9, in create_engine_config',
+        f"(APIServer pid={pid})     raise ValueError(msg)",
+        f"(APIServer pid={pid}) ValueError: max_model_len 99999 is greater than the derived "
+        "max_model_len 4096",
+    ]
+
+
+def test_a_restart_is_not_judged_by_a_start_that_died_before_loading_the_model():
+    """Start 1 died of a bad argument before any process loaded the model;
+    the restart (fixed argument?) is cut early: nothing is known of it."""
+    restart = [
+        "(APIServer pid=30) INFO 11-30 11:00:00 [api_server.py:1] vLLM API server version 0.26.0",
+        "(APIServer pid=30) INFO 11-30 11:00:00 [utils.py:1] non-default args: {'model': '/tmp/x/model'}",
+    ]
+    d = judged(("\n".join(_died_before_the_model() + restart) + "\n").encode())
+    assert (d.exit_code, d.starts) == (2, 2), d.summary
+    assert "different crash" not in d.summary, d.summary
+
+
+def test_the_last_start_s_own_crash_is_its_verdict_whatever_came_before():
+    """The #50615 crash, then a restart that died of a bad argument: the
+    report is the restart's crash, not the one before it."""
+    d = judged(("\n".join(lines_of(CRASH) + _died_before_the_model(pid=30)) + "\n").encode())
+    assert (d.exit_code, d.verdict, d.starts) == (3, "other-crash", 2), d.summary
+    assert "ValueError" in d.summary and "had not reached" not in d.summary, d.summary

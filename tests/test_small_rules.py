@@ -289,3 +289,19 @@ def test_rebuilt_method_compiles_calls_on_imported_modules_as_the_module_does(im
         method_code.plain_code(function, tree, "f.py"),
         method_code.module_method_code(source, "f.py"),
     )
+
+
+@pytest.mark.parametrize("body", [
+    "if self.use_fast_path:\n    output.zero_()\n    return\nassert self.topk_indices_buffer is not None\n",
+    "if q.dim() == 3:\n    return\nx = self.topk_indices_buffer.shape\n",
+    "if self.use_fast_path:\n    pass\nelse:\n    return\nassert self.topk_indices_buffer is not None\n",
+    "for _ in q:\n    return\nassert self.topk_indices_buffer is not None\n",
+    "while q.dim():\n    return\nassert self.topk_indices_buffer is not None\n",
+])
+def test_an_undecided_arm_that_returns_leaves_the_crash_unknown_not_affected(body):
+    """An SWA-only layer whose undecided test takes the returning arm never
+    reaches the assertion: only "maybe" is proven, so the verdict is unknown,
+    never affected (and never fixed)."""
+    assert verdict(body) is Verdict.UNKNOWN
+    # The same branch without the returning arm crashes for sure.
+    assert verdict("assert self.topk_indices_buffer is not None\n") is Verdict.AFFECTED

@@ -28,6 +28,20 @@ its values, read off vLLM 0.26.0's source:
 - ``rope_scaling`` yarn x4 over 1024 positions: 4096 positions, so
   ``max_model_len`` may be 1024 and more.
 
+``gpu-bound`` (``GPU_BOUND`` below) is the same shape made large enough
+that a decode step's time is the GPU's, not the host's: the tiny model
+decodes a batch of 64 in a few milliseconds of GPU time, less than vLLM's
+own per-step work on the host, so host jitter and scheduling dominated its
+timings. Every value keeps the constraints above: ``hidden_size`` 4096 (a
+multiple of 2048), 16 layers alternating C4 and C128 after the SWA-only
+first one (an SWA-only entry last, as required), 64 routed experts of
+1,024 (a size the routing kernel supports; a multiple of 128). About
+10 GiB of FP8 expert weights per server: a decode step of 64 sequences
+reads most of them (6 of 64 experts per token, 64 tokens), a few
+milliseconds of H200 memory bandwidth per step, and three servers fit one
+H200 beside their KV caches. The vocabulary stays 1,024 ids (the tokenizer
+built here), so the logits stay small.
+
 The tokenizer is built here with the ``tokenizers`` library: a byte-level
 BPE of exactly ``vocab_size`` ids, 0 = BOS, 1 = EOS, 2 = PAD and the last id
 the DSpark noise token, so every id a random-weight model emits decodes.
@@ -45,8 +59,30 @@ BOS, EOS, PAD = "<s>", "</s>", "<pad>"
 NOISE = "<|dspark_noise|>"
 
 
+# What the gpu-bound size changes in the tiny config (reasons: above).
+GPU_BOUND = {
+    "hidden_size": 4096,
+    "num_hidden_layers": 16,
+    "compress_ratios": [0] + [4, 128] * 7 + [4, 0],
+    "dspark_target_layer_ids": [13, 14, 15],
+    "n_routed_experts": 64,
+    "moe_intermediate_size": 1024,
+}
+SIZES = ("tiny", "gpu-bound")
+
+
 def tiny_config() -> dict:
     return json.loads(CONFIG_PATH.read_text(encoding="utf-8"))
+
+
+def config_for(size: str = "tiny") -> dict:
+    """The checkpoint's config.json for ``size`` (one of ``SIZES``)."""
+    if size not in SIZES:
+        raise ValueError(f"unknown model size {size!r}; choose from {', '.join(SIZES)}")
+    config = tiny_config()
+    if size == "gpu-bound":
+        config.update(GPU_BOUND)
+    return config
 
 
 def _byte_level_vocab(size: int) -> tuple[dict[str, int], list[tuple[str, str]]]:
@@ -102,11 +138,12 @@ def write_tokenizer(folder: Path, vocab_size: int, model_max_length: int) -> Non
     )
 
 
-def write_checkpoint(folder: Path) -> Path:
-    """Write config.json and the tokenizer into ``folder``; return it."""
+def write_checkpoint(folder: Path, size: str = "tiny") -> Path:
+    """Write config.json (of ``size``) and the tokenizer into ``folder``;
+    return it."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    config = tiny_config()
+    config = config_for(size)
     (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     write_tokenizer(folder, config["vocab_size"], config["max_position_embeddings"])
     return folder

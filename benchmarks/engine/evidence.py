@@ -34,8 +34,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from engine import jit_log, metrics
-from engine.server import Server, free_port, serve_command
+from engine import bench_serve, jit_log, metrics
+from engine.server import MODEL_NAME, Server, free_port, serve_command
 
 PHASES = {
     # phase: speculative, [(server, stand-in, plugin)], (base, other, control)
@@ -84,14 +84,19 @@ def compare_tokens(base: list[list[int]] | None, other: list[list[int]] | None) 
     return out
 
 
+TOP_LOGPROBS = 5
+
+
 def _outputs(server, settings) -> dict:
-    """The greedy outputs of the fixed prompts: token ids, or the texts
-    where the server will not return ids (then compared character by
-    character)."""
+    """The greedy outputs of the fixed prompts: token ids with the top-5
+    log-probabilities at each position, or the texts where the server will
+    not return ids (then compared character by character)."""
     try:
         reply = server.complete(TOKEN_PROMPTS, settings.evidence_token_max_tokens,
-                                token_ids=True)
-        return {"token_ids": token_ids(reply)}
+                                token_ids=True, top_logprobs=TOP_LOGPROBS)
+        ids = token_ids(reply)
+        return {"token_ids": ids, "top_logprobs": top_logprobs(reply),
+                "cycles": [shortest_cycle(t) for t in ids]}
     except Exception as exc:
         reply = server.complete(TOKEN_PROMPTS, settings.evidence_token_max_tokens)
         texts = [c["text"] for c in sorted(reply["choices"], key=lambda c: c["index"])]
@@ -100,9 +105,13 @@ def _outputs(server, settings) -> dict:
 
 def compare_outputs(base: dict, other: dict) -> dict:
     """``compare_tokens`` of two servers' outputs, on token ids where both
-    have them, else on texts."""
+    have them (and their top-5 log-probabilities, to the bit), else on texts."""
     if "token_ids" in base and "token_ids" in other:
-        return {"unit": "token ids", **compare_tokens(base["token_ids"], other["token_ids"])}
+        out = {"unit": "token ids", **compare_tokens(base["token_ids"], other["token_ids"])}
+        if "top_logprobs" in base or "top_logprobs" in other:
+            out["logprobs"] = compare_logprobs(base.get("top_logprobs"),
+                                               other.get("top_logprobs"))
+        return out
     texts = (base.get("texts"), other.get("texts"))
     if None in texts:
         return {"unit": None, "compared": False}
@@ -115,6 +124,60 @@ def token_ids(reply: dict) -> list[list[int]]:
     ``logprobs: 0`` and ``return_tokens_as_token_ids`` (``token_id:N``)."""
     choices = sorted(reply["choices"], key=lambda c: c["index"])
     return [[int(t.rsplit(":", 1)[1]) for t in c["logprobs"]["tokens"]] for c in choices]
+
+
+def top_logprobs(reply: dict) -> list[list[list]]:
+    """Per prompt, per position: the top ids and their log-probabilities as
+    ``[id, logprob]`` pairs, most likely first (ties by id), the floats as
+    the server sent them; from a reply asked with ``logprobs: N`` and
+    ``return_tokens_as_token_ids``."""
+    choices = sorted(reply["choices"], key=lambda c: c["index"])
+    out = []
+    for c in choices:
+        positions = []
+        for top in c["logprobs"]["top_logprobs"] or []:
+            pairs = [[int(k.rsplit(":", 1)[1]), float(v)] for k, v in (top or {}).items()]
+            positions.append(sorted(pairs, key=lambda p: (-p[1], p[0])))
+        out.append(positions)
+    return out
+
+
+def compare_logprobs(base: list | None, other: list | None) -> dict:
+    """Whether two servers gave the same top ids with the same
+    log-probabilities, exactly (float equality), at every position; where
+    not, the first prompt and position that differ, with both sides."""
+    if base is None or other is None:
+        return {"compared": False}
+    out = {"compared": True, "positions": sum(map(len, base)), "identical": True,
+           "differing_positions": 0, "first_difference": None}
+    if len(base) != len(other):
+        out["identical"] = False
+    for i, (a, b) in enumerate(zip(base, other)):
+        if len(a) != len(b):
+            out["identical"] = False
+        for j, (x, y) in enumerate(zip(a, b)):
+            if x == y:
+                continue
+            out["identical"] = False
+            out["differing_positions"] += 1
+            if out["first_difference"] is None:
+                out["first_difference"] = {"prompt": i, "position": j, "base": x, "other": y}
+    return out
+
+
+def shortest_cycle(tokens: list[int]) -> int | None:
+    """The period of the repeating end of ``tokens``: the smallest p with
+    ``tokens[k] == tokens[k - p]`` over the last half of them (p at most a
+    quarter of their number, so that the cycle shows at least twice), or
+    None where the end does not repeat. Greedy outputs of a random-weight
+    model often end in a short cycle; then equal ids say little and the
+    log-probabilities carry the comparison."""
+    n = len(tokens)
+    window = n // 2
+    for p in range(1, window // 2 + 1):
+        if all(tokens[k] == tokens[k - p] for k in range(n - window, n)):
+            return p
+    return None
 
 
 def phase_ratios(rounds: list[dict], base: str, other: str, control: str, key: str) -> dict:
@@ -176,9 +239,16 @@ def run_evidence(layout, settings, save=lambda r: None) -> dict:
                      "token_max_tokens": settings.evidence_token_max_tokens,
                      "enforce_eager": settings.enforce_eager,
                      "cudagraph_capture_sizes": settings.cudagraph_capture_sizes,
-                     "kv_cache_memory_bytes": kv_bytes},
+                     "kv_cache_memory_bytes": kv_bytes,
+                     "client": settings.evidence_client,
+                     "input_len": settings.evidence_input_len,
+                     "top_logprobs": TOP_LOGPROBS},
         "starts": [], "phases": {}, "problems": [], "rounds_stopped": None,
     }
+    if settings.evidence_client == "bench-serve":
+        # What a user types for one round against one server (PORT: its port).
+        result["bench_command"] = bench_serve.shell_line(
+            _bench_argv("http://127.0.0.1:PORT", layout, settings, seed=0))
     for phase in settings.evidence_phases:
         result["phases"][phase] = {"servers": {}, "rounds": [], "tokens": {},
                                    "throughput": None, "server_tpot": None}
@@ -194,9 +264,9 @@ def run_evidence(layout, settings, save=lambda r: None) -> dict:
                  if all(result["phases"][p]["servers"].get(m[0], {}).get("healthy")
                         for m in PHASES[p][1])]
         for phase in ready:
-            _collect_outputs(phase, result["phases"][phase], servers, prompts, settings)
+            _collect_outputs(phase, result["phases"][phase], servers, prompts, settings, layout)
             save(result)
-        _run_rounds(ready, result, servers, prompts, settings, began, save)
+        _run_rounds(ready, result, servers, prompts, settings, began, save, layout)
     except Exception as exc:  # reported, not raised
         result["problems"].append(f"evidence: {exc!r}")
     finally:
@@ -252,20 +322,71 @@ def _start_wave(group, wave: int, kv_bytes: int, layout, settings, result: dict,
     return all(s["healthy"] for s in starts)
 
 
-def _collect_outputs(phase: str, out: dict, servers: dict, prompts, settings) -> None:
-    """Untimed: each server's outputs of the fixed prompts, compared, and one
-    warm-up batch of the workload itself (its shapes' kernels compiled
-    before the rounds, where they can be)."""
+WARMUP_TRIES = 4
+
+
+def _collect_outputs(phase: str, out: dict, servers: dict, prompts, settings,
+                     layout=None) -> None:
+    """Untimed: each server's outputs of the fixed prompts, compared, and
+    warm-up at the workload itself (its shapes' kernels compiled before the
+    rounds): with ``vllm bench serve``, rounds of it until one runs with no
+    kernel compiled or first loaded in that server's log (at most
+    ``WARMUP_TRIES``); else one batch."""
     base, other, control = (m[0] for m in PHASES[phase][1])
     for name in (base, other, control):
         out["servers"][name].update(_outputs(servers[(phase, name)], settings))
-        servers[(phase, name)].complete(prompts, settings.evidence_max_tokens)
+        if settings.evidence_client == "bench-serve":
+            out["servers"][name]["warmup"] = _warm_up(servers[(phase, name)], out["servers"][name],
+                                                      layout, settings)
+        else:
+            servers[(phase, name)].complete(prompts, settings.evidence_max_tokens)
     out["tokens"] = {f"{n} vs {base}": compare_outputs(out["servers"][base], out["servers"][n])
                      for n in (other, control)}
 
 
+def _bench_argv(base_url: str, layout, settings, seed: int) -> list[str]:
+    return bench_serve.command(
+        base_url, str(layout.model), layout.model, served_model_name=MODEL_NAME,
+        num_prompts=settings.evidence_batch, input_len=settings.evidence_input_len,
+        output_len=settings.evidence_max_tokens, seed=seed)
+
+
+def _bench_round(server, layout, settings, seed: int) -> dict:
+    """One ``vllm bench serve`` against ``server``, with the server's own
+    time-per-output-token histogram read before and after."""
+    before = metrics.histogram(server.metrics_text(), metrics.TPOT)
+    began = time.time()
+    figures, _printed = bench_serve.run(_bench_argv(f"http://127.0.0.1:{server.port}", layout,
+                                                    settings, seed))
+    ended = time.time()
+    after = metrics.histogram(server.metrics_text(), metrics.TPOT)
+    tpot = figures.get("mean_tpot_ms")
+    return {**{k: _round(v) if isinstance(v, float) else v for k, v in figures.items()},
+            "bench_tokens_per_s_per_request": _round(1000.0 / tpot) if tpot else None,
+            "tokens_per_s": _round(figures.get("output_throughput")),
+            "server_tokens_per_s_per_request": _round(_server_rate(before, after)),
+            "seconds": round(ended - began, 4),
+            "began_unix": round(began, 3), "ended_unix": round(ended, 3)}
+
+
+def _warm_up(server, side: dict, layout, settings) -> list[dict]:
+    """Rounds of the workload until one shows no kernel compiled or first
+    loaded in the server's log while it ran."""
+    tries = []
+    for k in range(WARMUP_TRIES):
+        one = _bench_round(server, layout, settings, seed=10_000 + k)
+        text = Path(side["log"]).read_text(encoding="utf-8", errors="replace")
+        year = datetime.datetime.fromtimestamp(one["began_unix"]).year
+        jit = jit_log.during(jit_log.events(text, year), one["began_unix"], one["ended_unix"])
+        tries.append({"seconds": one["seconds"], "mean_tpot_ms": one.get("mean_tpot_ms"),
+                      "jit": jit})
+        if not jit:
+            break
+    return tries
+
+
 def _run_rounds(phases: list[str], result: dict, servers: dict, prompts, settings,
-                began: float, save) -> None:
+                began: float, save, layout=None) -> None:
     """``evidence_rounds`` rounds per phase, the phases taking turns (a
     stop leaves them with as many rounds each); no round starts that would
     end past ``evidence_seconds`` (estimated from that phase's last round),
@@ -281,16 +402,22 @@ def _run_rounds(phases: list[str], result: dict, servers: dict, prompts, setting
                         f"another would end past --evidence-seconds {settings.evidence_seconds:g}")
                     return
             t0 = time.monotonic()
-            _one_round(phase, result["phases"][phase], servers, prompts, settings, round_no)
+            _one_round(phase, result["phases"][phase], servers, prompts, settings, round_no,
+                       layout)
             last[phase] = time.monotonic() - t0
             save(result)
 
 
-def _one_round(phase: str, out: dict, servers: dict, prompts, settings, round_no: int) -> None:
+def _one_round(phase: str, out: dict, servers: dict, prompts, settings, round_no: int,
+               layout=None) -> None:
     names = [m[0] for m in PHASES[phase][1]]
     one: dict = {"round": round_no, "order": rotated(names, round_no)}
     for name in one["order"]:
         server = servers[(phase, name)]
+        if settings.evidence_client == "bench-serve":
+            # The same seed for every server of a round: the same prompts.
+            one[name] = _bench_round(server, layout, settings, seed=round_no)
+            continue
         before = metrics.histogram(server.metrics_text(), metrics.TPOT)
         began = time.time()
         t0 = time.perf_counter()
@@ -353,7 +480,8 @@ def _summarize_phase(out: dict, base: str, other: str, control: str) -> None:
     out["rounds_with_jit"] = len(out["rounds"]) - len(clean)
     for suffix, rounds in (("", out["rounds"]), ("_without_jit", clean)):
         for name, key in (("throughput", "tokens_per_s"),
-                          ("server_tpot", "server_tokens_per_s_per_request")):
+                          ("server_tpot", "server_tokens_per_s_per_request"),
+                          ("bench_tpot", "bench_tokens_per_s_per_request")):
             ratios = phase_ratios(rounds, base, other, control, key)
             ratios["reading"] = relative_to_aa(ratios, other, control, base)
             out[name + suffix] = ratios

@@ -87,13 +87,21 @@ class Settings:
     # The evidence run (engine/evidence.py). DSpark first: its first server,
     # started alone, compiles the target's kernels and the drafter's.
     evidence_phases: tuple = ("dspark", "target")
-    evidence_rounds: int = 8
+    # At least 20 per phase: fewer leave the interval wider than the effect sought.
+    evidence_rounds: int = 20
     # None: no time limit; else no round starts that would end after it.
     evidence_seconds: float | None = None
     evidence_batch: int = 64
     evidence_max_tokens: int = 512
     evidence_max_num_seqs: int = 64
     evidence_token_max_tokens: int = 64
+    # Each timed round: "bench-serve" (vLLM's `vllm bench serve`, random
+    # prompts of evidence_input_len tokens) or "completions" (one batched
+    # /v1/completions call, the harness's own clock).
+    evidence_client: str = "bench-serve"
+    evidence_input_len: int = 128
+    # The checkpoint's config: "tiny" or "gpu-bound" (engine/checkpoint.py).
+    model_size: str = "tiny"
 
 
 @dataclass

@@ -111,16 +111,18 @@ class Server:
         return None
 
     def complete(self, prompts: list[str], max_tokens: int, timeout_s: float = 300,
-                 token_ids: bool = False) -> dict:
+                 token_ids: bool = False, top_logprobs: int = 0) -> dict:
         """One greedy ``/v1/completions`` call for ``prompts``; exactly
         ``max_tokens`` tokens each (``ignore_eos``). ``token_ids``: each
-        choice's ``logprobs.tokens`` as ``token_id:N``."""
+        choice's ``logprobs.tokens`` as ``token_id:N``, with the
+        ``top_logprobs`` most likely ids and their log-probabilities at each
+        position."""
         request_body = {
             "model": MODEL_NAME, "prompt": prompts, "max_tokens": max_tokens,
             "temperature": 0.0, "ignore_eos": True,
         }
         if token_ids:
-            request_body.update(logprobs=0, return_tokens_as_token_ids=True)
+            request_body.update(logprobs=top_logprobs, return_tokens_as_token_ids=True)
         body = json.dumps(request_body).encode()
         request = urllib.request.Request(
             self._url("/v1/completions"), data=body,

@@ -179,7 +179,7 @@ def diagnose(log: Log) -> Diagnosis:
             f"logs POD`). What the lines read as one server came to: {d.summary}")
         return d
     previous = log.previous
-    if not d.reached and previous is not None:
+    if not d.reached and d.verdict == "inconclusive" and previous is not None:
         start, from_line, earlier = previous
         if earlier.exit_code == EXIT_OK and not _plugin_in_effect_so_far(log):
             # An earlier start was protected, but this one shows no plugin in
@@ -271,6 +271,10 @@ def _judge(log: Log) -> Diagnosis:
         )
     errors = causes
     applies = _deepseek_v4(log)
+    # A start that died before any process loaded the model says nothing of
+    # the start after it (a changed argument, another image): it is no
+    # verdict a cut restart can be judged by.
+    loaded = any(p.runs_model for p in procs)
     death = log.death if log.death is not None and (
         stopped_at is None or log.death[0] < stopped_at) else None
     if death is not None and (not errors or death[0] <= min(e[0] for e in errors)):
@@ -280,6 +284,7 @@ def _judge(log: Log) -> Diagnosis:
             f"A different crash: a process died ({text}), at line {line:,} of the log, "
             f"seen by {label}. dspark-attn-plugin does not address it.",
             stop_note=False, crash={"death": text, "line": line, "processes": [label]},
+            reached=loaded,
         )
     if errors:
         _, proc, tb = min(errors, key=lambda e: e[0])
@@ -291,7 +296,7 @@ def _judge(log: Log) -> Diagnosis:
             "other-crash", EXIT_OTHER_CRASH,
             f"A different crash: {tb.exc_type} at {place}, in {proc.label} (the first "
             f"traceback in the log).{died} dspark-attn-plugin does not address it.",
-            stop_note=False, crash={**where, "processes": [proc.label]},
+            stop_note=False, crash={**where, "processes": [proc.label]}, reached=loaded,
         )
     if log.vllm_lines == 0:
         what = "empty" if log.lines == 0 and not log.notes else (

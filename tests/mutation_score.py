@@ -1,0 +1,625 @@
+"""Mutation score: Cosmic Ray over the modules that judge, each mutant run
+against the tests that execute its lines.
+
+    make mutation-score                                  # every judging module (resumes)
+    make mutation-score MUTATION_MODULES="patch.py status.py"
+    python tests/mutation_score.py report                # the tables, from what ran
+
+Why Cosmic Ray (8.7): it writes each mutant into the source file on disk, so
+everything that runs the plugin sees it: the CLI the tests start as a
+subprocess, vLLM's plugin loader in each forked test, ``python -m`` children.
+mutmut 3 puts its mutants behind trampolines in the test process and maps
+tests to functions by recording calls in that process; our tests run each
+test in a forked process (``pytest --forked``) and the CLI in subprocesses,
+where neither its switch nor its records reach. Cosmic Ray's session is a
+SQLite file: ``cosmic-ray exec`` runs only what has no result yet, so an
+interrupted run resumes where it stopped.
+
+How one module is scored (the sessions live in ``$DSPARK_ATTN_PLUGIN_CACHE/mutation``):
+
+1. *Map*, once per version of ``src/`` and ``tests/``: the offline suite runs
+   under coverage, each test measured on its own, in its forked process and
+   in the Python processes it starts (a ``sitecustomize`` on ``PYTHONPATH``):
+   which tests execute which line.
+2. A copy of ``src/`` that Cosmic Ray mutates, one mutant at a time. Its test
+   command is ``mutation_score.py test``: it compares the copy with the
+   pristine file, takes the tests that executed the changed lines (where no
+   test did: those that executed the enclosing function, or the module), and
+   has them run, fastest first, stopping at the first failure, by a server
+   that imported torch and vLLM once and forks a pytest for each mutant.
+   A mutant is *killed* when one of them fails or it runs past the timeout.
+3. Mutants inside annotations are equivalent by construction (every module
+   has ``from __future__ import annotations``: annotations are never
+   evaluated) and are marked so before the run. Every other survivor is
+   either killed by a new test or listed in ``tests/mutation_equivalents.toml``
+   with the reason.
+4. ``report`` writes ``benchmarks/results/mutation-score/<module>.json`` and
+   prints the table of the README's Development section.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import datetime
+import difflib
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src"
+PACKAGE = SRC / "dspark_attn_plugin"
+RESULTS = ROOT / "benchmarks" / "results" / "mutation-score"
+EQUIVALENTS = ROOT / "tests" / "mutation_equivalents.toml"
+CACHE = Path(os.environ.get("DSPARK_ATTN_PLUGIN_CACHE", Path.home() / ".cache" / "dspark-attn-plugin"))
+WORK = CACHE / "mutation"
+TREE = WORK / "tree"              # the copy Cosmic Ray mutates (TREE/dspark_attn_plugin)
+PRISTINE = WORK / "pristine"      # the same, never mutated
+SOCKET = WORK / "server.sock"
+
+# The modules that judge (issue: warmup_shape is a package: each file a module here).
+JUDGING = [
+    "settings.py", "patch.py", "instrumentation.py", "ray_settings.py", "installation.py",
+    "warmup_edit.py", "cluster_status.py", "method_code.py", "status.py", "loaded_code.py",
+    "warmup_shape/verdict.py", "warmup_shape/state.py", "warmup_shape/values.py",
+    "warmup_shape/syntax.py", "warmup_shape/classify.py", "warmup_shape/module.py",
+    "warmup_shape/as_loaded.py", "warmup_shape/expressions.py", "warmup_shape/statements.py",
+    "diagnose.py", "log_reader.py",
+]
+TIMEOUT_S = 600   # one mutant's tests; past it the mutant counts as killed (timed out)
+PYTEST_ARGS = ["--forked", "-x", "-q", "-p", "no:cacheprovider", "-m", "not network and not ray",
+               # The one test that checks the plugin comes from an installed wheel.
+               "--deselect=tests/test_packaging.py::test_plugin_is_imported_from_an_installed_wheel"]
+ANNOTATION = "equivalent: inside an annotation (from __future__ import annotations: never evaluated)"
+
+
+def _digest(*folders: Path) -> str:
+    h = hashlib.sha256()
+    for folder in folders:
+        for path in sorted(folder.rglob("*.py")):
+            h.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _fresh_copy(dest: Path) -> None:
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(PACKAGE, dest / "dspark_attn_plugin",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+
+
+# --- 1. the map: which tests execute which line ------------------------------------
+
+SITECUSTOMIZE = '''\
+import os
+if os.environ.get("MUTATION_COVERAGE_DIR") and os.environ.get("MUTATION_TEST_ID"):
+    try:
+        import atexit, coverage
+        _cov = coverage.Coverage(
+            data_file=os.path.join(os.environ["MUTATION_COVERAGE_DIR"],
+                                   "cov-" + os.environ["MUTATION_TEST_ID"]),
+            data_suffix=True, config_file=False, include=[os.environ["MUTATION_COVERAGE_INCLUDE"]])
+        _cov.start()
+        def _save():
+            _cov.stop()
+            _cov.save()
+        atexit.register(_save)
+    except Exception:
+        pass
+'''
+
+
+MAP = WORK / "map.json"
+
+
+def build_map(python: str, tests: list[str] | None = None) -> Path:
+    """Measure ``tests`` (all offline tests when None: a new map; else added
+    to the map there is, their lines put in its numbering)."""
+    if tests is None and MAP.exists():
+        print(f"map: {MAP} (made {json.loads(MAP.read_text())['made']}; "
+              "`mutation_score.py map --new` makes it again)", flush=True)
+        return MAP
+    measured_on = WORK / "measured"
+    _fresh_copy(measured_on)
+    data = WORK / "coverage"
+    shutil.rmtree(data, ignore_errors=True)
+    (data / "ids").mkdir(parents=True)
+    site = WORK / "site"
+    site.mkdir(parents=True, exist_ok=True)
+    (site / "sitecustomize.py").write_text(SITECUSTOMIZE, encoding="utf-8")
+    env = dict(os.environ, MUTATION_COVERAGE_DIR=str(data),
+               MUTATION_COVERAGE_INCLUDE=str(measured_on / "dspark_attn_plugin" / "*"),
+               PYTHONPATH=os.pathsep.join([str(site), str(measured_on)]))
+    started = time.monotonic()
+    print(f"map: {' '.join(tests) if tests else 'the offline suite'} under coverage, "
+          "each test on its own ...", flush=True)
+    proc = subprocess.run([python, "-m", "pytest", *[a for a in PYTEST_ARGS if a != "-x"],
+                           *(tests or ["tests"])], cwd=ROOT, env=env)
+    if proc.returncode != 0:
+        raise SystemExit(f"map: the unmutated tests failed (exit {proc.returncode}); fix them first")
+    sources = {str(p.relative_to(measured_on / "dspark_attn_plugin")): p.read_text(encoding="utf-8")
+               for p in (measured_on / "dspark_attn_plugin").rglob("*.py")}
+    found_tests, found_lines = _read_coverage(data, measured_on)
+    if tests is None:
+        mapping = {"made": datetime.datetime.now().isoformat(timespec="seconds"),
+                   "seconds": round(time.monotonic() - started), "sources": sources,
+                   "tests": found_tests,
+                   "lines": {rel: {ln: sorted(ks) for ln, ks in per.items()}
+                             for rel, per in found_lines.items()}}
+    else:
+        mapping = json.loads(MAP.read_text(encoding="utf-8"))
+        mapping["tests"].update(found_tests)
+        for rel, per in found_lines.items():
+            if rel not in mapping["sources"]:
+                continue
+            into = _line_translation(sources[rel], mapping["sources"][rel])
+            lines = mapping["lines"].setdefault(rel, {})
+            for ln, ks in per.items():
+                old = into.get(int(ln))
+                if old is not None:
+                    lines[str(old)] = sorted(set(lines.get(str(old), [])) | ks)
+        mapping.setdefault("added", []).append(
+            {"tests": tests, "at": datetime.datetime.now().isoformat(timespec="seconds")})
+    MAP.write_text(json.dumps(mapping), encoding="utf-8")
+    print(f"map: {len(found_tests)} tests measured in {round(time.monotonic() - started)} s, "
+          f"{len(mapping['tests'])} in {MAP}", flush=True)
+    return MAP
+
+
+def _read_coverage(data: Path, measured_on: Path) -> tuple[dict, dict]:
+    import coverage
+
+    prefix = str(measured_on / "dspark_attn_plugin") + os.sep
+    tests = {ident.stem: json.loads(ident.read_text(encoding="utf-8"))
+             for ident in (data / "ids").iterdir()}
+    lines: dict[str, dict[str, set]] = {}
+    for path in data.glob("cov-*"):
+        key = path.name.split(".")[0][len("cov-"):]
+        cov = coverage.CoverageData(basename=str(path))
+        cov.read()
+        for measured in cov.measured_files():
+            if measured.startswith(prefix):
+                per_line = lines.setdefault(measured[len(prefix):], {})
+                for line in cov.lines(measured) or ():
+                    per_line.setdefault(str(line), set()).add(key)
+    return tests, lines
+
+
+def _line_translation(new: str, old: str) -> dict[int, int]:
+    """Line numbers of ``new`` -> the same line's number in ``old``, for
+    the lines the two have in common (unchanged blocks)."""
+    out = {}
+    matcher = difflib.SequenceMatcher(None, new.splitlines(), old.splitlines(), autojunk=False)
+    for block in matcher.get_matching_blocks():
+        for k in range(block.size):
+            out[block.a + k + 1] = block.b + k + 1
+    return out
+
+
+def _test_key(nodeid: str) -> str:
+    return hashlib.sha1(nodeid.encode()).hexdigest()[:16]
+
+
+# Called from tests/conftest.py, in the process that runs one test (the forked
+# one under --forked), only while the map is being made.
+class TestCoverage:
+    def __init__(self, nodeid: str):
+        import coverage
+
+        self.key = _test_key(nodeid)
+        self.nodeid = nodeid
+        self.dir = Path(os.environ["MUTATION_COVERAGE_DIR"])
+        os.environ["MUTATION_TEST_ID"] = self.key
+        self.started = time.monotonic()
+        self.cov = coverage.Coverage(data_file=str(self.dir / f"cov-{self.key}"), data_suffix=True,
+                                     config_file=False,
+                                     include=[os.environ["MUTATION_COVERAGE_INCLUDE"]])
+        self.cov.start()
+
+    def stop(self) -> None:
+        self.cov.stop()
+        self.cov.save()
+        os.environ.pop("MUTATION_TEST_ID", None)
+        (self.dir / "ids" / f"{self.key}.json").write_text(json.dumps(
+            {"nodeid": self.nodeid, "seconds": round(time.monotonic() - self.started, 3)}),
+            encoding="utf-8")
+
+
+# --- 2. the server that runs one mutant's tests -----------------------------------
+
+
+def serve() -> None:
+    """Import the heavy part once; fork a pytest per request."""
+    sys.dont_write_bytecode = True
+    os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+    import pytest  # noqa: F401
+    import torch  # noqa: F401
+    import vllm  # noqa: F401
+    import vllm.plugins  # noqa: F401
+    from vllm.models.deepseek_v4.nvidia import flashmla  # noqa: F401
+    from vllm.v1.worker import workspace  # noqa: F401
+
+    assert "dspark_attn_plugin" not in sys.modules, "the server must not hold the plugin"
+    SOCKET.unlink(missing_ok=True)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(SOCKET))
+    server.listen(1)
+    print("ready", flush=True)
+    while True:
+        conn, _ = server.accept()
+        with conn:
+            request = json.loads(_receive(conn))
+            if request.get("stop"):
+                return
+            conn.sendall(json.dumps(_run_forked(request)).encode() + b"\n")
+
+
+def _receive(conn: socket.socket) -> str:
+    chunks = []
+    while not chunks or not chunks[-1].endswith(b"\n"):
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks).decode()
+
+
+def _run_forked(request: dict) -> dict:
+    log = Path(request["log"])
+    started = time.monotonic()
+    pid = os.fork()
+    if pid == 0:  # the child: one pytest run over the mutated copy
+        os.setpgrp()
+        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        os.chdir(ROOT)
+        code = 3
+        try:
+            import pytest
+
+            code = int(pytest.main([*PYTEST_ARGS, *request["tests"]]))
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    deadline = started + request["timeout"]
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return {"rc": os.waitstatus_to_exitcode(status), "seconds": round(time.monotonic() - started, 2)}
+        if time.monotonic() > deadline:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+            os.waitpid(pid, 0)
+            return {"rc": "timeout", "seconds": round(time.monotonic() - started, 2)}
+        time.sleep(0.05)
+
+
+# --- the test command Cosmic Ray calls for each mutant -----------------------------
+
+
+def _changed_lines(module: str) -> tuple[list[int], str]:
+    before = (PRISTINE / "dspark_attn_plugin" / module).read_text(encoding="utf-8").splitlines()
+    after = (TREE / "dspark_attn_plugin" / module).read_text(encoding="utf-8").splitlines()
+    changed: list[int] = []
+    for tag, i1, i2, _j1, _j2 in difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes():
+        if tag != "equal":
+            changed.extend(range(i1 + 1, max(i2, i1 + 1) + 1))
+    diff = "\n".join(difflib.unified_diff(before, after, lineterm="", n=0))
+    return changed, diff
+
+
+def _enclosing(module: str, line: int) -> tuple[int, int] | None:
+    tree = ast.parse((PRISTINE / "dspark_attn_plugin" / module).read_text(encoding="utf-8"))
+    best = None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            if first <= line <= node.end_lineno and (best is None or node.lineno > best[0]):
+                best = (node.lineno, node.end_lineno)
+    return best
+
+
+def select_tests(mapping: dict, module: str, changed: list[int]) -> tuple[list[str], str]:
+    """The tests that executed ``changed`` (line numbers of the current
+    source, put in the map's numbering); where none did, or a line is new
+    since the map, those that executed any line of the enclosing function
+    or class (the module, at module level)."""
+    per_line = mapping["lines"].get(module, {})
+    current = (PRISTINE / "dspark_attn_plugin" / module).read_text(encoding="utf-8")
+    into = _line_translation(current, mapping["sources"].get(module, ""))
+    keys = {k for line in changed for k in per_line.get(str(into.get(line)), ())}
+    how = "lines"
+    if not keys or any(line not in into for line in changed):
+        for line in changed:
+            scope = _enclosing(module, line)
+            lo, hi = scope if scope else (1, 10**9)
+            keys |= {k for ln, ks in per_line.items()
+                     for cur, old in into.items() if old == int(ln) and lo <= cur <= hi
+                     for k in ks}
+        how = "scope"
+    tests = sorted(keys, key=lambda k: (mapping["tests"][k]["seconds"], mapping["tests"][k]["nodeid"]))
+    return [mapping["tests"][k]["nodeid"] for k in tests], how
+
+
+def test_command(module: str) -> int:
+    mapping = json.loads(Path(os.environ["MUTATION_MAP"]).read_text(encoding="utf-8"))
+    changed, diff = _changed_lines(module)
+    tests, how = select_tests(mapping, module, changed)
+    mutated = (TREE / "dspark_attn_plugin" / module).read_text(encoding="utf-8")
+    record = {"module": module, "mutant": _code_key(mutated), "diff": diff, "lines": changed,
+              "selected_by": how,
+              "tests": len(tests)}
+    if not changed or not tests:
+        record.update(outcome="survived", why="no test executes these lines" if changed else "no change")
+        _append(module, record)
+        return 0
+    log = WORK / "last-mutant.log"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.connect(str(SOCKET))
+        conn.sendall(json.dumps({"tests": tests, "timeout": TIMEOUT_S, "log": str(log)}).encode() + b"\n")
+        answer = json.loads(_receive(conn))
+    text = log.read_text(encoding="utf-8", errors="replace")
+    failed = [l for l in text.splitlines() if l.startswith(("FAILED", "ERROR"))]
+    outcome = "timed out" if answer["rc"] == "timeout" else "survived" if answer["rc"] == 0 else "killed"
+    record.update(outcome=outcome, rc=answer["rc"], seconds=answer["seconds"],
+                  first_failure=failed[0][:300] if failed else None)
+    if outcome != "survived" and not failed and answer["rc"] not in (1, "timeout"):
+        record["log_tail"] = text[-1500:]
+    _append(module, record)
+    return 0 if outcome == "survived" else 1
+
+
+def _append(module: str, record: dict) -> None:
+    with open(_session(module).with_suffix(".jsonl"), "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(record) + "\n")
+
+
+# --- running a module: Cosmic Ray's session -----------------------------------------
+
+
+def _session(module: str) -> Path:
+    return WORK / "sessions" / (module.replace("/", "__").removesuffix(".py") + ".sqlite")
+
+
+def _annotation_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    spans = []
+    for node in ast.walk(ast.parse(source)):
+        found = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found.append(node.returns)
+            args = node.args
+            found += [a.annotation for a in [*args.posonlyargs, *args.args, *args.kwonlyargs,
+                                              args.vararg, args.kwarg] if a is not None]
+        elif isinstance(node, ast.AnnAssign):
+            found.append(node.annotation)
+        spans += [((n.lineno, n.col_offset), (n.end_lineno, n.end_col_offset)) for n in found if n]
+    return spans
+
+
+def run_module(module: str, python: str, mapping: Path) -> None:
+    from cosmic_ray.commands import execute, init
+    from cosmic_ray.config import ConfigDict
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import WorkerOutcome, WorkResult
+
+    source = (PACKAGE / module).read_text(encoding="utf-8")
+    if "from __future__ import annotations" not in source:
+        raise SystemExit(f"{module}: annotations would be evaluated; the annotation rule does not hold")
+    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+    session = _session(module)
+    session.parent.mkdir(parents=True, exist_ok=True)
+    stamp = session.with_suffix(".source")
+    target = TREE / "dspark_attn_plugin" / module
+    config = ConfigDict({
+        "module-path": str(target), "timeout": float(TIMEOUT_S + 60), "excluded-modules": [],
+        "test-command": f"{python} {Path(__file__).resolve()} test {module}",
+        "distributor": {"name": "local"},
+    })
+    if not session.exists() or not stamp.exists() or stamp.read_text() != digest:
+        session.unlink(missing_ok=True)
+        session.with_suffix(".jsonl").unlink(missing_ok=True)
+        with use_db(str(session), WorkDB.Mode.create) as db:
+            init([target], db, {})
+            spans = _annotation_spans(source)
+            for item in list(db.pending_work_items):
+                m = item.mutations[0]
+                if any(lo <= tuple(m.start_pos) and tuple(m.end_pos) <= hi for lo, hi in spans):
+                    db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED,
+                                                          output=ANNOTATION))
+        stamp.write_text(digest)
+    with use_db(str(session), WorkDB.Mode.open) as db:
+        pending = sum(1 for _ in db.pending_work_items)
+        total = db.num_work_items
+        print(f"{module}: {total} mutants, {pending} to run", flush=True)
+        if pending:
+            started = time.monotonic()
+            execute(db, config)
+            _add_time(module, time.monotonic() - started)
+
+
+def _add_time(module: str, seconds: float) -> None:
+    path = _session(module).with_suffix(".seconds")
+    before = float(path.read_text()) if path.exists() else 0.0
+    path.write_text(str(before + seconds))
+
+
+def run(modules: list[str], python: str) -> int:
+    WORK.mkdir(parents=True, exist_ok=True)
+    mapping = build_map(python)
+    _fresh_copy(PRISTINE)
+    _fresh_copy(TREE)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TREE), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+               PYTHONDONTWRITEBYTECODE="1", MUTATION_MAP=str(mapping))
+    os.environ.update(env)
+    SOCKET.unlink(missing_ok=True)
+    with open(WORK / "server.log", "w") as server_log:
+        server = subprocess.Popen([python, str(Path(__file__).resolve()), "serve"], cwd=ROOT,
+                                  env=env, stdout=server_log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 300
+        while not SOCKET.exists():
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"the test server did not start: see {WORK / 'server.log'}")
+            time.sleep(0.2)
+        for module in modules:
+            run_module(module, python, mapping)
+            (TREE / "dspark_attn_plugin" / module).write_bytes((PACKAGE / module).read_bytes())
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    return report(modules)
+
+
+# --- 3. report ---------------------------------------------------------------------
+
+
+def _equivalents() -> list[dict]:
+    import tomllib
+
+    if not EQUIVALENTS.exists():
+        return []
+    return tomllib.loads(EQUIVALENTS.read_text(encoding="utf-8")).get("equivalent", [])
+
+
+def _mutant_line(source_lines: list[str], row: int) -> str:
+    return source_lines[row - 1].strip() if 0 < row <= len(source_lines) else ""
+
+
+def report(modules: list[str]) -> int:
+    from cosmic_ray.work_db import WorkDB, use_db
+
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    equivalents = _equivalents()
+    used = set()
+    rows = []
+    code = 0
+    for module in modules:
+        session = _session(module)
+        if not session.exists():
+            print(f"{module}: not run", flush=True)
+            code = 1
+            continue
+        source = (PACKAGE / module).read_text(encoding="utf-8")
+        source_lines = source.splitlines()
+        records = {}
+        jsonl = session.with_suffix(".jsonl")
+        if jsonl.exists():
+            for line in jsonl.read_text(encoding="utf-8").splitlines():
+                rec = json.loads(line)
+                records[rec["mutant"]] = rec
+        counts = {"mutants": 0, "equivalent (annotation)": 0, "killed": 0, "timed out": 0,
+                  "equivalent (listed)": 0, "survived": 0, "not run": 0}
+        survivors = []
+        with use_db(str(session), WorkDB.Mode.open) as db:
+            results = dict(db.results)
+            for item in db.work_items:
+                counts["mutants"] += 1
+                m = item.mutations[0]
+                result = results.get(item.job_id)
+                if result is None:
+                    counts["not run"] += 1
+                    continue
+                if result.worker_outcome == "skipped":
+                    counts["equivalent (annotation)"] += 1
+                    continue
+                rec = records.get(_mutant_key(source, m), {})
+                if result.test_outcome == "killed":
+                    counts["timed out" if rec.get("outcome") == "timed out" else "killed"] += 1
+                    continue
+                line = _mutant_line(source_lines, m.start_pos[0])
+                entry = {"operator": m.operator_name, "occurrence": m.occurrence, "line": m.start_pos[0],
+                         "text": line, "diff": rec.get("diff") or result.diff,
+                         "tests": rec.get("tests"), "why": rec.get("why")}
+                reason = next((e["reason"] for i, e in enumerate(equivalents)
+                               if e["module"] == module and e["operator"] == m.operator_name
+                               and e["text"] == line and not used.add(i)), None)
+                if reason:
+                    counts["equivalent (listed)"] += 1
+                    entry["equivalent"] = reason
+                else:
+                    counts["survived"] += 1
+                    code = 1
+                survivors.append(entry)
+        judged = counts["mutants"] - counts["equivalent (annotation)"] - counts["equivalent (listed)"] - counts["not run"]
+        score = (counts["killed"] + counts["timed out"]) / judged if judged else None
+        seconds_path = session.with_suffix(".seconds")
+        doc = {"module": module, "date": datetime.date.today().isoformat(), "tool": "cosmic-ray 8.7.0",
+               "run_seconds": round(float(seconds_path.read_text())) if seconds_path.exists() else None,
+               "counts": counts, "score": round(score, 4) if score is not None else None,
+               "survivors": survivors}
+        (RESULTS / (module.replace("/", "__").removesuffix(".py") + ".json")).write_text(
+            json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+        rows.append((module, counts, score, doc["run_seconds"]))
+        if counts["not run"]:
+            code = 1
+    print("| module | mutants | equivalent | killed (timed out) | survived | score | run |")
+    print("|---|---|---|---|---|---|---|")
+    for module, c, score, secs in rows:
+        eq = c["equivalent (annotation)"] + c["equivalent (listed)"]
+        print(f"| {module} | {c['mutants']} | {eq} | {c['killed'] + c['timed out']} ({c['timed out']}) | "
+              f"{c['survived']} | {'%.1f %%' % (100 * score) if score is not None else '-'} | "
+              f"{round(secs / 60) if secs else '-'} min |" + (f" ({c['not run']} not run)" if c["not run"] else ""))
+    stale = [e for i, e in enumerate(equivalents) if i not in used and e["module"] in modules]
+    for e in stale:
+        print(f"stale equivalent entry (no such survivor): {e['module']}: {e['text']!r} {e['operator']}")
+    return code
+
+
+def _code_key(code: str) -> str:
+    return hashlib.sha256(code.encode()).hexdigest()[:20]
+
+
+def _mutant_key(source: str, spec) -> str:
+    """The key of the file Cosmic Ray writes for this mutant (the test command hashes it)."""
+    from cosmic_ray.mutating import mutate_code
+    from cosmic_ray.plugins import get_operator
+
+    return _code_key(mutate_code(source, get_operator(spec.operator_name)(**spec.operator_args),
+                                 spec.occurrence) or "")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_run = sub.add_parser("run", help="score modules (resumes)")
+    p_run.add_argument("modules", nargs="*", default=JUDGING)
+    p_rep = sub.add_parser("report", help="write the JSON and print the table")
+    p_rep.add_argument("modules", nargs="*", default=JUDGING)
+    p_map = sub.add_parser("map", help="make the line-to-tests map only")
+    p_map.add_argument("--new", action="store_true", help="make it again from nothing")
+    p_map.add_argument("--add", nargs="+", metavar="TEST", help="measure these tests into the map")
+    sub.add_parser("serve", help="(internal) the test server")
+    p_test = sub.add_parser("test", help="(internal) Cosmic Ray's test command")
+    p_test.add_argument("module")
+    args = parser.parse_args(argv)
+    if args.command == "serve":
+        serve()
+        return 0
+    if args.command == "test":
+        return test_command(args.module)
+    if args.command == "map":
+        if args.new:
+            MAP.unlink(missing_ok=True)
+        build_map(sys.executable, args.add)
+        return 0
+    if args.command == "report":
+        return report(args.modules)
+    unknown = [m for m in args.modules if not (PACKAGE / m).is_file()]
+    if unknown:
+        parser.error(f"no such module under src/dspark_attn_plugin: {', '.join(unknown)}")
+    return run(args.modules, sys.executable)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
