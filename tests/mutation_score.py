@@ -364,12 +364,15 @@ def test_command(module: str) -> int:
         record.update(outcome="survived", why="no test executes these lines" if changed else "no change")
         _append(module, record)
         return 0
-    log = WORK / "last-mutant.log"
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-        conn.connect(str(SOCKET))
-        conn.sendall(json.dumps({"tests": tests, "timeout": TIMEOUT_S, "log": str(log)}).encode() + b"\n")
-        answer = json.loads(_receive(conn))
-    text = log.read_text(encoding="utf-8", errors="replace")
+    answer, text = _ask_server(tests)
+    if answer["rc"] == 0:
+        # Survived the tests that ran its lines: before it counts as a
+        # survivor, every test of each file that has a test executing this
+        # module (tests that run it where coverage cannot see: a `python -S`
+        # child, a subprocess with a scrubbed environment).
+        files = _test_files(mapping, module)
+        record.update(selected_by=how + "+files", tests=len(files))
+        answer, text = _ask_server(files)
     failed = [l for l in text.splitlines() if l.startswith(("FAILED", "ERROR"))]
     outcome = "timed out" if answer["rc"] == "timeout" else "survived" if answer["rc"] == 0 else "killed"
     record.update(outcome=outcome, rc=answer["rc"], seconds=answer["seconds"],
@@ -378,6 +381,21 @@ def test_command(module: str) -> int:
         record["log_tail"] = text[-1500:]
     _append(module, record)
     return 0 if outcome == "survived" else 1
+
+
+def _ask_server(tests: list[str]) -> tuple[dict, str]:
+    log = WORK / "last-mutant.log"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.connect(str(SOCKET))
+        conn.sendall(json.dumps({"tests": tests, "timeout": TIMEOUT_S, "log": str(log)}).encode() + b"\n")
+        answer = json.loads(_receive(conn))
+    return answer, log.read_text(encoding="utf-8", errors="replace")
+
+
+def _test_files(mapping: dict, module: str) -> list[str]:
+    """The test files with a test that executes any line of ``module``."""
+    keys = {k for ks in mapping["lines"].get(module, {}).values() for k in ks}
+    return sorted({mapping["tests"][k]["nodeid"].split("::")[0] for k in keys})
 
 
 def _append(module: str, record: dict) -> None:
@@ -407,7 +425,16 @@ def _annotation_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int
     return spans
 
 
-def run_module(module: str, python: str, mapping: Path) -> None:
+def _forget_survivors(session: Path) -> int:
+    """Survivors back to pending (after new tests, or a wider selection)."""
+    import sqlite3
+
+    with sqlite3.connect(session) as db:
+        gone = db.execute("DELETE FROM work_results WHERE upper(test_outcome) = 'SURVIVED'").rowcount
+    return gone
+
+
+def run_module(module: str, python: str, mapping: Path, retry: bool = False) -> None:
     from cosmic_ray.commands import execute, init
     from cosmic_ray.config import ConfigDict
     from cosmic_ray.work_db import WorkDB, use_db
@@ -438,6 +465,8 @@ def run_module(module: str, python: str, mapping: Path) -> None:
                     db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED,
                                                           output=ANNOTATION))
         stamp.write_text(digest)
+    if retry:
+        print(f"{module}: {_forget_survivors(session)} survivor(s) to run again", flush=True)
     with use_db(str(session), WorkDB.Mode.open) as db:
         pending = sum(1 for _ in db.pending_work_items)
         total = db.num_work_items
@@ -454,7 +483,7 @@ def _add_time(module: str, seconds: float) -> None:
     path.write_text(str(before + seconds))
 
 
-def run(modules: list[str], python: str) -> int:
+def run(modules: list[str], python: str, retry: bool = False) -> int:
     WORK.mkdir(parents=True, exist_ok=True)
     mapping = build_map(python)
     _fresh_copy(PRISTINE)
@@ -473,7 +502,7 @@ def run(modules: list[str], python: str) -> int:
                 raise SystemExit(f"the test server did not start: see {WORK / 'server.log'}")
             time.sleep(0.2)
         for module in modules:
-            run_module(module, python, mapping)
+            run_module(module, python, mapping, retry)
             (TREE / "dspark_attn_plugin" / module).write_bytes((PACKAGE / module).read_bytes())
     finally:
         server.terminate()
@@ -594,6 +623,8 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p_run = sub.add_parser("run", help="score modules (resumes)")
     p_run.add_argument("modules", nargs="*", default=JUDGING)
+    p_run.add_argument("--retry-survivors", action="store_true",
+                       help="run the survivors again (after adding tests)")
     p_rep = sub.add_parser("report", help="write the JSON and print the table")
     p_rep.add_argument("modules", nargs="*", default=JUDGING)
     p_map = sub.add_parser("map", help="make the line-to-tests map only")
@@ -618,7 +649,7 @@ def main(argv=None) -> int:
     unknown = [m for m in args.modules if not (PACKAGE / m).is_file()]
     if unknown:
         parser.error(f"no such module under src/dspark_attn_plugin: {', '.join(unknown)}")
-    return run(args.modules, sys.executable)
+    return run(args.modules, sys.executable, args.retry_survivors)
 
 
 if __name__ == "__main__":

@@ -316,3 +316,123 @@ def test_patch_apply_refuses_a_source_that_is_not_the_loaded_code(
     with pytest.raises(patch.PatchError, match="does not match"):
         patch.apply(flashmla)
     assert layer_cls.__dict__["forward_mqa"] is stock_forward_mqa
+
+
+# --- what the runtime says and does at its edges (mutation-score survivors) --------------
+
+
+def test_a_flashmla_without_the_class_is_left_with_no_verdict_claimed(caplog):
+    """A build whose flashmla module has no DeepseekV4FlashMLAAttention: the
+    plugin patches nothing and claims no verdict (no "patched", "already has
+    the fix", "not affected", "does not recognise", no failure): one INFO line
+    saying what is missing."""
+    import types
+
+    module = types.ModuleType(instrumentation.FLASHMLA_MODULE)
+    caplog.set_level(logging.DEBUG, logger=LOGGER)
+    instrumentation._on_flashmla_loaded(module)
+    said = [r for r in caplog.records if r.name == LOGGER]
+    assert [r.levelname for r in said] == ["INFO"], [r.getMessage() for r in said]
+    message = said[0].getMessage()
+    assert "has no DeepseekV4FlashMLAAttention" in message and "nothing to patch" in message
+    assert not hasattr(module, instrumentation.CLASS_NAME)
+
+
+def test_uninstrument_with_a_flashmla_without_the_class_does_not_raise(monkeypatch):
+    import types
+
+    monkeypatch.setitem(sys.modules, instrumentation.FLASHMLA_MODULE,
+                        types.ModuleType(instrumentation.FLASHMLA_MODULE))
+    dspark_attn_plugin.uninstrument()  # nothing to put back, nothing raised
+
+
+def test_the_logs_name_the_loaded_vllm_s_version_not_the_installed_metadata(monkeypatch):
+    """A vLLM on PYTHONPATH over another one installed: its own __version__."""
+    import vllm
+
+    monkeypatch.setattr(vllm, "__version__", "0.27.1+fork.3")
+    assert instrumentation._vllm_version() == "0.27.1+fork.3"
+    monkeypatch.delattr(vllm, "__version__")
+    assert instrumentation._vllm_version() == "0.27.1"  # the installed metadata
+
+    def missing(name):
+        from importlib.metadata import PackageNotFoundError
+        raise PackageNotFoundError(name)
+
+    monkeypatch.setattr("importlib.metadata.version", missing)
+    assert instrumentation._vllm_version() == "(unknown version)"
+
+
+def test_uninstrument_says_at_debug_that_it_put_vllm_s_function_back(layer_cls, caplog):
+    dspark_attn_plugin.register()
+    caplog.set_level(logging.DEBUG, logger=LOGGER)
+    dspark_attn_plugin.uninstrument()
+    assert any("removed its patch" in r.getMessage() for r in _records(caplog, "DEBUG"))
+    caplog.clear()
+    dspark_attn_plugin.uninstrument()  # not patched: nothing removed, nothing said
+    assert not any("removed its patch" in r.getMessage() for r in _records(caplog, "DEBUG"))
+
+
+def test_patch_remove_says_whether_it_put_anything_back(flashmla, layer_cls, stock_forward_mqa):
+    assert patch.remove(flashmla) is False
+    assert patch.apply(flashmla) is True
+    assert patch.apply(flashmla) is False  # already
+    assert patch.remove(flashmla) is True
+    assert layer_cls.__dict__["forward_mqa"] is stock_forward_mqa
+    assert patch.remove(flashmla) is False
+
+
+@pytest.mark.parametrize("depth, ours", [(0, True), (31, True), (32, False)])
+def test_wrappers_around_ours_are_followed_32_deep(flashmla, layer_cls, depth, ours):
+    """Another plugin's wrappers around the patched function (each with
+    __wrapped__): the fix still runs, and is_patched follows the chain to 32
+    functions, no further (a chain that long is not ours)."""
+    patch.apply(flashmla)
+    func = layer_cls.__dict__["forward_mqa"]
+    for _ in range(depth):
+        func = functools.wraps(func)(lambda self, *a, _f=func, **k: _f(self, *a, **k))
+    layer_cls.forward_mqa = func
+    assert patch.is_patched(flashmla) is ours
+
+
+def test_a_wrapper_chain_that_loops_ends(flashmla, layer_cls):
+    def looping(self, *args, **kwargs):
+        return None
+
+    looping.__wrapped__ = looping
+    layer_cls.forward_mqa = looping
+    assert patch.is_patched(flashmla) is False  # and returns: no endless walk
+
+
+def test_a_refused_plan_s_reason_is_the_patch_error(flashmla, monkeypatch):
+    """patch.apply on code the edit refuses: the refusal, word for word."""
+    from dspark_attn_plugin import warmup_edit
+
+    real = warmup_edit.plan_edit
+
+    import dataclasses
+
+    def refusing(why):
+        return lambda source: dataclasses.replace(real(source), edited=None, refusal=why)
+
+    monkeypatch.setattr(patch, "plan_edit", refusing("the warmup branch changed shape"))
+    with pytest.raises(patch.PatchError) as info:
+        patch.apply(flashmla)
+    assert str(info.value) == "the warmup branch changed shape"
+    monkeypatch.setattr(patch, "plan_edit", refusing(None))
+    with pytest.raises(patch.PatchError) as info:
+        patch.apply(flashmla)
+    assert str(info.value) == "affected code: nothing to edit"
+
+
+def test_register_where_vllm_is_not_importable_installs_no_hook(monkeypatch):
+    """vLLM not installed (find_spec finds nothing): register() does nothing
+    at all, no hook; vLLM installed but not imported yet: the hook waits."""
+    monkeypatch.setitem(sys.modules, "vllm", None)  # find_spec("vllm") is then None
+    instrumentation.instrument()
+    assert instrumentation._hook is None and _hooks() == []
+    monkeypatch.delitem(sys.modules, "vllm")
+    monkeypatch.setattr(instrumentation.importlib.util, "find_spec", lambda name: object())
+    instrumentation.instrument()
+    assert instrumentation._hook is not None and len(_hooks()) == 1
+    instrumentation.uninstrument()

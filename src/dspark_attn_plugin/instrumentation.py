@@ -137,7 +137,7 @@ def _decide(module: types.ModuleType) -> None:
     from dspark_attn_plugin.loaded_code import classify_loaded
     from dspark_attn_plugin.warmup_shape import Verdict
 
-    if patch.is_patched(module):
+    if hasattr(module, CLASS_NAME) and patch.is_patched(module):
         return
     result = classify_loaded(module)
     version = _vllm_version()
@@ -182,5 +182,10 @@ def _decide(module: types.ModuleType) -> None:
             version,
             result.reason,
         )
-    else:
-        logger.debug("dspark-attn-plugin: %s: %s", TARGET, result.reason)
+    elif result.verdict is Verdict.ABSENT:
+        logger.info(
+            "dspark-attn-plugin: %s in vLLM %s (%s): nothing to patch, left it untouched",
+            module.__name__,
+            version,
+            result.reason,
+        )
