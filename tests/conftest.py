@@ -144,3 +144,24 @@ if os.environ.get("MUTATION_COVERAGE_DIR"):
         measured = getattr(item, "_mutation_coverage", None)
         if measured is not None:
             measured.stop()
+
+
+# --- the mutation score's runs: a mutant that loops forever fails its test ---------
+# (MUTATION_TEST_SECONDS set by tests/mutation_score.py only.)
+
+if os.environ.get("MUTATION_TEST_SECONDS"):
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(item):
+        import signal
+
+        def too_long(signum, frame):
+            raise TimeoutError(f"over {os.environ['MUTATION_TEST_SECONDS']} s (a mutant that loops?)")
+
+        previous = signal.signal(signal.SIGALRM, too_long)
+        signal.alarm(int(os.environ["MUTATION_TEST_SECONDS"]))
+        try:
+            yield
+        finally:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, previous)

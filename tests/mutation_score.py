@@ -75,6 +75,7 @@ JUDGING = [
     "diagnose.py", "log_reader.py",
 ]
 TIMEOUT_S = 600   # one mutant's tests; past it the mutant counts as killed (timed out)
+TEST_SECONDS = 120  # one test under a mutant: past it, that test fails (the mutant loops)
 PYTEST_ARGS = ["--forked", "-x", "-q", "-p", "no:cacheprovider", "-m", "not network and not ray",
                # The one test that checks the plugin comes from an installed wheel.
                "--deselect=tests/test_packaging.py::test_plugin_is_imported_from_an_installed_wheel"]
@@ -374,7 +375,9 @@ def test_command(module: str) -> int:
         record.update(selected_by=how + "+files", tests=len(files))
         answer, text = _ask_server(files)
     failed = [l for l in text.splitlines() if l.startswith(("FAILED", "ERROR"))]
-    outcome = "timed out" if answer["rc"] == "timeout" else "survived" if answer["rc"] == 0 else "killed"
+    looped = "(a mutant that loops?)" in text  # a test ran past TEST_SECONDS
+    outcome = ("timed out" if answer["rc"] == "timeout" or looped
+               else "survived" if answer["rc"] == 0 else "killed")
     record.update(outcome=outcome, rc=answer["rc"], seconds=answer["seconds"],
                   first_failure=failed[0][:300] if failed else None)
     if outcome != "survived" and not failed and answer["rc"] not in (1, "timeout"):
@@ -489,7 +492,8 @@ def run(modules: list[str], python: str, retry: bool = False) -> int:
     _fresh_copy(PRISTINE)
     _fresh_copy(TREE)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TREE), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
-               PYTHONDONTWRITEBYTECODE="1", MUTATION_MAP=str(mapping))
+               PYTHONDONTWRITEBYTECODE="1", MUTATION_MAP=str(mapping),
+               MUTATION_TEST_SECONDS=str(TEST_SECONDS))
     os.environ.update(env)
     SOCKET.unlink(missing_ok=True)
     with open(WORK / "server.log", "w") as server_log:
