@@ -151,15 +151,26 @@ if os.environ.get("MUTATION_COVERAGE_DIR"):
 
 if os.environ.get("MUTATION_TEST_SECONDS"):
 
+    _usual: dict = {}
+
+    def _mutation_limit(nodeid: str) -> int:
+        """The floor, or four times what the test took when the map was made."""
+        if not _usual and os.environ.get("MUTATION_MAP"):
+            import json
+
+            with open(os.environ["MUTATION_MAP"], encoding="utf-8") as fh:
+                _usual.update((t["nodeid"], t["seconds"]) for t in json.load(fh)["tests"].values())
+        return int(max(float(os.environ["MUTATION_TEST_SECONDS"]), 4 * _usual.get(nodeid, 0.0)))
+
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_call(item):
         import signal
 
         def too_long(signum, frame):
-            raise TimeoutError(f"over {os.environ['MUTATION_TEST_SECONDS']} s (a mutant that loops?)")
+            raise TimeoutError(f"over {_mutation_limit(item.nodeid)} s (a mutant that loops?)")
 
         previous = signal.signal(signal.SIGALRM, too_long)
-        signal.alarm(int(os.environ["MUTATION_TEST_SECONDS"]))
+        signal.alarm(_mutation_limit(item.nodeid))
         try:
             yield
         finally:

@@ -64,4 +64,4 @@ def test_a_mutant_runs_the_tests_of_its_lines_else_of_its_function(tmp_path, mon
     # Line 4 (the def line, run at import) has no test of its own: the function's.
     assert ms.select_tests(mapping, "m.py", [4]) == (["t.py::fast", "t.py::slow"], "scope")
     assert ms.select_tests(mapping, "m.py", [12]) == (["u.py::other"], "scope")
-    assert ms._test_files(mapping, "m.py") == ["t.py", "u.py"]
+    assert ms._test_files(mapping, "m.py") == ["u.py", "t.py"]  # the fastest file first

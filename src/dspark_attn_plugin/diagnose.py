@@ -19,9 +19,11 @@ Exit status:
    is one): this plugin does not address it;
 4  the input cannot be read (a missing file, a folder, binary data).
 
-A log that holds several starts of the server is judged by its last one
-that reached its warmup (or crashed); the report says what the others came
-to. Files are read as they are on disk (gzip, UTF-16, NUL padding, bytes
+A log that holds several starts of the server is judged by its last one;
+where that one is cut before its warmup, by the most recent start that
+reached its warmup or crashed after loading the model (a start that died
+before any process loaded it says nothing of the next); the report says
+what the others came to. Files are read as they are on disk (gzip, UTF-16, NUL padding, bytes
 that are not UTF-8: each noted) and through the exports operators download
 (JSON lines or arrays, CSV; ``log_exports``).
 """
@@ -157,8 +159,9 @@ CONCLUSIVE_EARLIER = ("crash-50615", "other-crash", "protected", "not-needed", "
 
 
 def diagnose(log: Log) -> Diagnosis:
-    """The verdict on ``log``: its last start, or, where that one had not
-    reached its warmup, the most recent start in the log that did."""
+    """The verdict on ``log``: its last start, or, where that one is cut
+    before its warmup (nothing conclusive of its own), the most recent start
+    in the log that reached it."""
     if log.newest_first:
         return Diagnosis(
             "inconclusive", EXIT_INCONCLUSIVE,
