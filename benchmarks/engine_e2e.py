@@ -123,6 +123,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--model-size", choices=SIZES, default=harness.Settings.model_size,
                         help="the checkpoint's config (engine/checkpoint.py): tiny, or gpu-bound "
                         "(a decode step the GPU's time, not the host's; default %(default)s)")
+    parser.add_argument("--evidence-waves", type=int, choices=(1, 2),
+                        default=harness.Settings.evidence_waves,
+                        help="--evidence's starts: 2 = the first server alone (it compiles the "
+                        "kernels), then the others at once; 1 = every server at once (on a "
+                        "machine whose kernel caches are cold, one cold start instead of two; "
+                        "default %(default)s)")
     parser.add_argument("--evidence-phases", default=",".join(harness.Settings.evidence_phases),
                         help="comma-separated, of: target, dspark (default %(default)s)")
     parser.add_argument("--tensor-parallel-size", type=int, default=1,
@@ -226,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         evidence_rounds=args.evidence_rounds, evidence_seconds=args.evidence_seconds,
         evidence_client=args.evidence_client, evidence_input_len=args.evidence_input_len,
         evidence_max_tokens=args.evidence_max_tokens, model_size=args.model_size,
+        evidence_waves=args.evidence_waves,
         kv_cache_memory_bytes=args.kv_cache_memory_bytes,
         cudagraph_capture_sizes=args.capture_sizes,
         evidence_phases=tuple(p for p in args.evidence_phases.split(",") if p),

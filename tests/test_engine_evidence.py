@@ -183,6 +183,24 @@ def test_the_second_wave_starts_at_once(tmp_path, monkeypatch):
     assert all(3 <= s["start_s"] < 9 for s in wave), wave
 
 
+def test_one_wave_starts_every_server_at_once(tmp_path, monkeypatch):
+    """--evidence-waves 1: all six servers launched together (none waits for
+    another to be healthy), all in wave 0, and the method says so."""
+    script = tmp_path / "slow_server.py"
+    script.write_text("import time; time.sleep(3)\n" + FAKE_SERVER)
+    monkeypatch.setattr(evidence, "serve_command",
+                        lambda model, port, **kw: [sys.executable, str(script), "--port", str(port)])
+    layout = harness.Layout(tmp_path / "work")
+    result = evidence.run_evidence(layout, _settings(evidence_rounds=2, evidence_waves=1))
+    assert result["problems"] == []
+    starts = result["starts"]
+    assert len(starts) == 6 and {s["wave"] for s in starts} == {0}
+    assert {s["started_together"] for s in starts} == {6}
+    assert all(s["launched_at_s"] < 1 and 3 <= s["start_s"] < 9 for s in starts), starts
+    assert "every server started at once" in result["method"]
+    assert result["workload"]["waves"] == 1
+
+
 def test_rounds_take_turns_and_stop_before_the_time_limit(tmp_path, fake_servers, monkeypatch):
     """With a limit the rounds cannot all fit in, both phases get the same
     number of rounds, and the stop is said."""

@@ -227,10 +227,12 @@ def run_evidence(layout, settings, save=lambda r: None) -> dict:
                for name, standin, plugin in PHASES[phase][1]]
     kv_bytes = settings.kv_cache_memory_bytes or EVIDENCE_KV_CACHE_BYTES
     result: dict = {
-        "method": ("one GPU; the first server started alone (it compiles the kernels), then "
-                   "every other server at once, all kept running, each with the same fixed "
-                   "KV cache; per round the batch goes to one server at a time, in an order "
-                   "rotated every round, the phases' rounds taking turns"),
+        "method": (("one GPU; the first server started alone (it compiles the kernels), then "
+                    "every other server at once" if settings.evidence_waves == 2 else
+                    "one GPU; every server started at once (their kernel compiles overlap)")
+                   + ", all kept running, each with the same fixed KV cache; per round the "
+                   "batch goes to one server at a time, in an order rotated every round, the "
+                   "phases' rounds taking turns"),
         "workload": {"prompts": len(prompts), "max_tokens": settings.evidence_max_tokens,
                      "max_num_seqs": settings.evidence_max_num_seqs, "temperature": 0.0,
                      "ignore_eos": True, "rounds": settings.evidence_rounds,
@@ -242,6 +244,7 @@ def run_evidence(layout, settings, save=lambda r: None) -> dict:
                      "kv_cache_memory_bytes": kv_bytes,
                      "client": settings.evidence_client,
                      "input_len": settings.evidence_input_len,
+                     "waves": settings.evidence_waves,
                      "top_logprobs": TOP_LOGPROBS},
         "starts": [], "phases": {}, "problems": [], "rounds_stopped": None,
     }
@@ -256,7 +259,8 @@ def run_evidence(layout, settings, save=lambda r: None) -> dict:
     began = time.monotonic()
     servers: dict = {}
     try:
-        for wave, group in enumerate((members[:1], members[1:])):
+        waves = (members,) if settings.evidence_waves == 1 else (members[:1], members[1:])
+        for wave, group in enumerate(waves):
             if group and not _start_wave(group, wave, kv_bytes, layout, settings, result,
                                          servers, save, began):
                 break

@@ -100,6 +100,10 @@ class Settings:
     # /v1/completions call, the harness's own clock).
     evidence_client: str = "bench-serve"
     evidence_input_len: int = 128
+    # 2: the first server alone (it compiles the kernels, the others then
+    # find them cached), then the rest at once; 1: every server at once (a
+    # cold machine's compiles overlap: one cold start instead of two).
+    evidence_waves: int = 2
     # The checkpoint's config: "tiny" or "gpu-bound" (engine/checkpoint.py).
     model_size: str = "tiny"
 
