@@ -107,6 +107,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="a fixed KV cache for every case's and evidence server (default: "
                         "vLLM sizes it from free memory; --evidence's servers get "
                         f"{EVIDENCE_KV_CACHE_BYTES} B)")
+    parser.add_argument("--max-num-batched-tokens", type=int, default=None,
+                        help="every server's scheduler step budget (default: vLLM's); with "
+                        "--cudagraph-capture-sizes reaching it (with DSpark: plus 4 slots per "
+                        "sequence for the drafter), every step runs at a captured size, so no "
+                        "kernel is compiled for a new token count while serving")
     parser.add_argument("--evidence-rounds", type=int, default=harness.Settings.evidence_rounds,
                         help="rounds per phase of --evidence (default %(default)s)")
     parser.add_argument("--evidence-client", choices=("bench-serve", "completions"),
@@ -170,6 +175,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--cudagraph-capture-sizes takes positive sizes, and not with --enforce-eager")
     if args.evidence_seconds is not None and args.evidence_seconds <= 0:
         parser.error("--evidence-seconds must be positive")
+    if args.max_num_batched_tokens is not None and args.max_num_batched_tokens < 1:
+        parser.error("--max-num-batched-tokens must be positive")
     if args.kv_cache_memory_bytes is not None and args.kv_cache_memory_bytes < 1:
         parser.error("--kv-cache-memory-bytes must be positive")
     if min(args.evidence_input_len, args.evidence_max_tokens) < 1:
@@ -234,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         evidence_max_tokens=args.evidence_max_tokens, model_size=args.model_size,
         evidence_waves=args.evidence_waves,
         kv_cache_memory_bytes=args.kv_cache_memory_bytes,
+        max_num_batched_tokens=args.max_num_batched_tokens,
         cudagraph_capture_sizes=args.capture_sizes,
         evidence_phases=tuple(p for p in args.evidence_phases.split(",") if p),
         enforce_eager=args.enforce_eager, paired_rounds=args.paired_rounds,

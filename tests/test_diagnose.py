@@ -82,6 +82,11 @@ EXPECTED = {
     "engine-e2e-2026-12-02/run-I-dspark-released.log": 2,
     "engine-e2e-2026-12-02/run-I-dspark-released-b.log": 2,
     "engine-e2e-2026-12-02/run-I-dspark-standin-plugin.log": 0,
+    # Run J (the same model, the three servers started at once): the same
+    # verdicts, all three stopped at the run's end.
+    "engine-e2e-2026-12-02/run-J-dspark-released.log": 2,
+    "engine-e2e-2026-12-02/run-J-dspark-released-b.log": 2,
+    "engine-e2e-2026-12-02/run-J-dspark-standin-plugin.log": 0,
 }
 
 

@@ -357,7 +357,9 @@ def test_the_cli_checks_the_evidence_arguments(tmp_path):
     for args, says in ((["--evidence-phases", "bogus"], "--evidence-phases"),
                        (["--evidence-rounds", "1"], "at least 2"),
                        (["--evidence-seconds", "0"], "--evidence-seconds must be positive"),
-                       (["--kv-cache-memory-bytes", "0"], "must be positive")):
+                       (["--kv-cache-memory-bytes", "0"], "must be positive"),
+                       (["--max-num-batched-tokens", "0"], "--max-num-batched-tokens must be"),
+                       (["--evidence-waves", "3"], "--evidence-waves")):
         proc = subprocess.run([sys.executable, str(script), "--plugin-wheel", str(wheel),
                                "--work", str(tmp_path / "w"), "--cases", "none", "--evidence",
                                *args], capture_output=True, text=True, timeout=120)
@@ -480,6 +482,20 @@ def test_a_fixed_kv_cache_reaches_the_case_servers_command(tmp_path):
     fixed = harness.case_command(layout, harness.Settings(kv_cache_memory_bytes=123), port=1)
     assert fixed[fixed.index("--kv-cache-memory-bytes") + 1] == "123"
     assert "--kv-cache-memory-bytes" not in harness.case_command(layout, harness.Settings(), 1)
+
+
+def test_a_step_budget_reaches_every_servers_command(tmp_path, fake_servers):
+    """--max-num-batched-tokens: in the case servers' command and in every
+    evidence server's (the step budget that keeps each step at a captured
+    CUDA graph size), absent when not given."""
+    layout = harness.Layout(tmp_path / "work")
+    case = harness.case_command(layout, harness.Settings(max_num_batched_tokens=640), port=1)
+    assert case[case.index("--max-num-batched-tokens") + 1] == "640"
+    assert "--max-num-batched-tokens" not in harness.case_command(layout, harness.Settings(), 1)
+    result = evidence.run_evidence(layout, _settings(evidence_rounds=2, max_num_batched_tokens=640))
+    assert result["problems"] == []
+    assert [c["max_num_batched_tokens"] for c in fake_servers] == [640] * 6
+    assert result["workload"]["max_num_batched_tokens"] == 640
 
 
 # --- vLLM's own benchmark client, the logprobs, the GPU-bound model (issue: 3 %) ---------
@@ -683,3 +699,29 @@ def test_the_gpu_bound_config_keeps_every_constraint_of_the_tiny_one(tmp_path):
     assert json.loads((folder / "config.json").read_text()) == big
     with pytest.raises(ValueError, match="unknown model size"):
         checkpoint.config_for("huge")
+
+
+def test_run_j_outputs_are_identical_to_the_bit_and_its_one_round_is_marked():
+    """Run J (2026-12-02, one H200, gpu-bound, DSpark; the three servers
+    started at once): token ids and top-5 logprobs identical at all 512
+    positions for plugin/stock and for the control pair; every output a
+    2-cycle; one timed round, its released batch slow (a 40 s stall the JIT
+    monitor did not report), released-b's marked with a Triton compile."""
+    report = json.loads((REPO / "benchmarks" / "results" / "engine-e2e-2026-12-02"
+                         / "run-J.json").read_text())
+    ev = report["evidence"]
+    assert report["exit_code"] == 0 and ev["problems"] == []
+    assert [(s["server"], s["wave"], s["started_together"], s["healthy"]) for s in ev["starts"]] == [
+        ("released", 0, 3, True), ("standin-plugin", 0, 3, True), ("released-b", 0, 3, True)]
+    assert all(740 < s["start_s"] < 760 for s in ev["starts"])
+    phase = ev["phases"]["dspark"]
+    for pair in ("standin-plugin vs released", "released-b vs released"):
+        got = phase["tokens"][pair]
+        assert got["identical"] and got["tokens"] == 512
+        assert got["logprobs"]["identical"] and got["logprobs"]["positions"] == 512
+    assert {c for s in phase["servers"].values() for c in s["cycles"]} == {2}
+    assert len(phase["rounds"]) == 1 and phase["rounds_with_jit"] == 1
+    one = phase["rounds"][0]
+    assert one["released"]["jit"] == [] and one["released"]["mean_tpot_ms"] > 150
+    assert one["released-b"]["jit"] == ["_prepare_dflash_inputs_kernel"]
+    assert phase["bench_tpot_without_jit"]["standin-plugin/released"] is None

@@ -245,6 +245,7 @@ def run_evidence(layout, settings, save=lambda r: None) -> dict:
                      "client": settings.evidence_client,
                      "input_len": settings.evidence_input_len,
                      "waves": settings.evidence_waves,
+                     "max_num_batched_tokens": settings.max_num_batched_tokens,
                      "top_logprobs": TOP_LOGPROBS},
         "starts": [], "phases": {}, "problems": [], "rounds_stopped": None,
     }
@@ -302,6 +303,7 @@ def _start_wave(group, wave: int, kv_bytes: int, layout, settings, result: dict,
             max_num_seqs=settings.evidence_max_num_seqs,
             cudagraph_capture_sizes=settings.cudagraph_capture_sizes,
             kv_cache_memory_bytes=kv_bytes,
+            max_num_batched_tokens=settings.max_num_batched_tokens,
         )
         env = server_env(standin, plugin, False, layout)
         log_path = layout.logs / f"evidence-{phase}-{name}.log"

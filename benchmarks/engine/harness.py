@@ -84,6 +84,10 @@ class Settings:
     throughput_max_tokens: int = 256
     # None: from the memory free while profiling (the evidence run sets its own).
     kv_cache_memory_bytes: int | None = None
+    # None: vLLM's default. At or under the largest CUDA graph size (plus
+    # the drafter's slots with DSpark), every step runs at a captured size:
+    # no kernel meets a new token count while serving.
+    max_num_batched_tokens: int | None = None
     # The evidence run (engine/evidence.py). DSpark first: its first server,
     # started alone, compiles the target's kernels and the drafter's.
     evidence_phases: tuple = ("dspark", "target")
@@ -231,6 +235,7 @@ def case_command(layout: Layout, settings: Settings, port: int) -> list[str]:
         distributed_executor_backend=settings.distributed_executor_backend,
         cudagraph_capture_sizes=settings.cudagraph_capture_sizes,
         kv_cache_memory_bytes=settings.kv_cache_memory_bytes,
+        max_num_batched_tokens=settings.max_num_batched_tokens,
     )
 
 
