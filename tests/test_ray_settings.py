@@ -64,6 +64,9 @@ def test_with_no_setting_set_the_environment_is_left_as_it_was(monkeypatch):
         ("DSPARK_", "DSPARK_"),  # already covers it
         (" DSPARK_ATTN_PLUGIN ", " DSPARK_ATTN_PLUGIN "),
         ("DSPARK_ATTN_PLUGIN_X", "DSPARK_ATTN_PLUGIN_X,DSPARK_ATTN_PLUGIN"),
+        # a blank Python strips that sorts after the letters (copied from a
+        # web page): still a list vLLM reads as "MY_", still extended
+        ("\u00a0MY_", "MY_,DSPARK_ATTN_PLUGIN"),
     ],
 )
 def test_the_prefix_is_added_once_and_others_kept(monkeypatch, before, after):
@@ -105,6 +108,55 @@ def test_a_cache_that_differs_from_the_environment_is_left_alone(monkeypatch, ca
     assert len(warnings) == 1
     assert "export VLLM_RAY_EXTRA_ENV_VAR_PREFIXES_TO_COPY=DSPARK_ATTN_PLUGIN" in warnings[0].getMessage()
     assert "VLLM_LOGGING_PREFIX" in warnings[0].getMessage()
+
+
+def test_a_vllm_without_an_environment_cache_gets_the_settings_and_no_warning(
+        monkeypatch, caplog):
+    """vLLM releases from before ``enable_envs_cache`` read every variable
+    live: the prefix is added, nothing else is needed, nothing is said."""
+    monkeypatch.delattr(envs, "_is_envs_cache_enabled")
+    monkeypatch.setenv("DSPARK_ATTN_PLUGIN", "auto")
+    with caplog.at_level(logging.WARNING, logger="dspark_attn_plugin"):
+        dspark_attn_plugin.register()
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert "DSPARK_ATTN_PLUGIN" in copied()
+
+
+def test_a_cache_whose_table_is_not_the_known_dict_is_left_alone(monkeypatch, caplog):
+    """Only vLLM's own shape (a dict of readers) is refreshed: a read-only
+    mapping in its place is not understood, so the cache stays as it is and
+    one WARNING says how to set the variable by hand."""
+    import types
+
+    monkeypatch.setattr(envs, "environment_variables",
+                        types.MappingProxyType(dict(envs.environment_variables)))
+    envs.enable_envs_cache()
+    cached = envs.__getattr__
+    monkeypatch.setenv("DSPARK_ATTN_PLUGIN", "off")
+    with caplog.at_level(logging.WARNING, logger="dspark_attn_plugin"):
+        dspark_attn_plugin.register()
+    assert envs.__getattr__ is cached  # not refreshed
+    warnings = [r.getMessage() for r in caplog.records if "may not reach Ray workers" in r.getMessage()]
+    assert len(warnings) == 1 and "cached its environment before the plugin loaded" in warnings[0]
+    assert ray_settings.MANUAL in warnings[0]
+
+
+def test_the_warning_counts_the_changed_variables_and_names_the_first(monkeypatch, caplog):
+    """Two variables changed since vLLM cached them: the WARNING says two,
+    and names the first in vLLM's own order."""
+    changed = ("VLLM_LOGGING_PREFIX", "VLLM_LOGGING_CONFIG_PATH")
+    first = next(n for n in envs.environment_variables if n in changed)
+    for name in changed:
+        monkeypatch.setenv(name, "before")
+    envs.enable_envs_cache()
+    for name in changed:
+        monkeypatch.setenv(name, "after")
+    monkeypatch.setenv("DSPARK_ATTN_PLUGIN", "off")
+    with caplog.at_level(logging.WARNING, logger="dspark_attn_plugin"):
+        dspark_attn_plugin.register()
+    warnings = [r.getMessage() for r in caplog.records if "may not reach Ray workers" in r.getMessage()]
+    assert len(warnings) == 1
+    assert "2 variable(s) changed" in warnings[0] and f"(e.g. {first})" in warnings[0]
 
 
 def test_a_failure_to_carry_still_patches(monkeypatch, caplog, layer_cls, stock_forward_mqa):
