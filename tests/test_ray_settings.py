@@ -42,11 +42,16 @@ def test_register_has_vllm_copy_every_setting_whatever_the_switch(monkeypatch, m
     assert {"DSPARK_ATTN_PLUGIN", "DSPARK_ATTN_PLUGIN_FUTURE"} <= copied()
 
 
-def test_with_no_setting_set_the_environment_is_left_as_it_was(monkeypatch):
+@pytest.mark.parametrize("stray", [None, "dspark_attn_plugin", "Dspark_Attn_Plugin_X"])
+def test_with_no_setting_set_the_environment_is_left_as_it_was(monkeypatch, stray):
     """Nothing to carry; and vLLM hashes VLLM_RAY_EXTRA_ENV_VAR_PREFIXES_TO_COPY
-    into its torch.compile cache key: an installed plugin must not change it."""
+    into its torch.compile cache key: an installed plugin must not change it.
+    Names are case-sensitive (as vLLM copies them): a variable spelled in
+    another case is no setting of the plugin."""
     from vllm.envs import compile_factors
 
+    if stray:
+        monkeypatch.setenv(stray, "off")
     before_env, before_key = dict(os.environ), compile_factors()
     dspark_attn_plugin.register()
     assert dict(os.environ) == before_env and VAR not in os.environ
@@ -77,6 +82,16 @@ def test_the_prefix_is_added_once_and_others_kept(monkeypatch, before, after):
     dspark_attn_plugin.register()
     ray_settings.carry_to_ray_workers()
     assert os.environ[VAR] == after
+
+
+def test_a_mapping_given_is_the_one_read_and_changed(monkeypatch):
+    """carry_to_ray_workers(environ): the prefix list of the mapping given is
+    the one extended, and the process environment is not touched."""
+    monkeypatch.setenv(VAR, "OTHER_")
+    given = {"DSPARK_ATTN_PLUGIN": "off", VAR: "MY_"}
+    assert ray_settings.carry_to_ray_workers(given) is None
+    assert given[VAR] == "MY_,DSPARK_ATTN_PLUGIN"
+    assert os.environ[VAR] == "OTHER_"
 
 
 def test_a_cache_taken_before_the_plugin_is_refreshed(monkeypatch):
