@@ -88,10 +88,13 @@ def test_a_mapping_given_is_the_one_read_and_changed(monkeypatch):
     """carry_to_ray_workers(environ): the prefix list of the mapping given is
     the one extended, and the process environment is not touched."""
     monkeypatch.setenv(VAR, "OTHER_")
+    envs.enable_envs_cache()
+    cached = envs.__getattr__
     given = {"DSPARK_ATTN_PLUGIN": "off", VAR: "MY_"}
     assert ray_settings.carry_to_ray_workers(given) is None
     assert given[VAR] == "MY_,DSPARK_ATTN_PLUGIN"
     assert os.environ[VAR] == "OTHER_"
+    assert envs.__getattr__ is cached  # vLLM's cache is the process's: not refreshed
 
 
 def test_a_cache_taken_before_the_plugin_is_refreshed(monkeypatch):
@@ -111,18 +114,37 @@ def test_a_cache_taken_before_the_plugin_is_left_alone_when_nothing_is_set():
     assert VAR not in os.environ
 
 
-def test_a_cache_that_differs_from_the_environment_is_left_alone(monkeypatch, caplog):
-    monkeypatch.setenv("VLLM_LOGGING_PREFIX", "before")
+# One before the prefix variable in name order, one after it.
+@pytest.mark.parametrize("name", ["VLLM_LOGGING_PREFIX", "VLLM_RPC_BASE_PATH"])
+def test_a_cache_that_differs_from_the_environment_is_left_alone(monkeypatch, caplog, name):
+    monkeypatch.setenv(name, "before")
     envs.enable_envs_cache()
-    monkeypatch.setenv("VLLM_LOGGING_PREFIX", "after")  # changed since it was cached
+    monkeypatch.setenv(name, "after")  # changed since it was cached
     monkeypatch.setenv("DSPARK_ATTN_PLUGIN", "off")
     with caplog.at_level(logging.WARNING, logger="dspark_attn_plugin"):
         dspark_attn_plugin.register()
-    assert envs.VLLM_LOGGING_PREFIX == "before"  # vLLM's cache untouched
+    assert getattr(envs, name) == "before"  # vLLM's cache untouched
     warnings = [r for r in caplog.records if "may not reach Ray workers" in r.getMessage()]
     assert len(warnings) == 1
     assert "export VLLM_RAY_EXTRA_ENV_VAR_PREFIXES_TO_COPY=DSPARK_ATTN_PLUGIN" in warnings[0].getMessage()
-    assert "VLLM_LOGGING_PREFIX" in warnings[0].getMessage()
+    assert name in warnings[0].getMessage()
+
+
+def test_a_cached_variable_that_no_longer_parses_leaves_the_cache_alone(monkeypatch, caplog):
+    """A variable vLLM cached as a number, set since to text vLLM cannot
+    read: the cache stays, and the WARNING says re-reading failed and how to
+    set the variable by hand."""
+    envs.enable_envs_cache()
+    cached = envs.__getattr__
+    monkeypatch.setenv("VLLM_RINGBUFFER_WARNING_INTERVAL", "sixty")
+    monkeypatch.setenv("DSPARK_ATTN_PLUGIN", "off")
+    with caplog.at_level(logging.WARNING, logger="dspark_attn_plugin"):
+        dspark_attn_plugin.register()
+    assert envs.__getattr__ is cached
+    warnings = [r.getMessage() for r in caplog.records if "may not reach Ray workers" in r.getMessage()]
+    assert len(warnings) == 1
+    assert "re-reading it failed" in warnings[0] and "sixty" in warnings[0]
+    assert ray_settings.MANUAL in warnings[0]
 
 
 def test_a_vllm_without_an_environment_cache_gets_the_settings_and_no_warning(
