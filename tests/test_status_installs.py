@@ -172,3 +172,52 @@ def test_a_package_that_cannot_be_listed_is_unknown_not_absent(tmp_path, monkeyp
     monkeypatch.setattr(installation, "compiled_forms", denied)
     verdict, reason = status._classify_file(str(tmp_path / "vllm"), str(folder / "flashmla.py"))
     assert verdict is Verdict.UNKNOWN and "Permission denied" in reason
+
+
+def test_only_flashmla_s_own_compiled_forms_stand_for_it(tmp_path):
+    """Beside a missing flashmla.py: other modules' byte-code and extension
+    modules, and files that merely sort before it, are not flashmla; its own
+    sourceless .pyc, extension module and cached byte-code are. The first
+    leave the module absent, the second make it unknown."""
+    from dspark_attn_plugin import installation, status
+    from dspark_attn_plugin.warmup_shape import Verdict
+
+    folder = _flashmla_dir(tmp_path)
+    (folder / "__pycache__").mkdir()
+    tag = sys.implementation.cache_tag
+    for name in ("__init__.py", "attention.pyc", "flashmla_utils.py",
+                 "indexer.cpython-311-x86_64-linux-gnu.so", "flashmla_ops.pyd",
+                 f"__pycache__/indexer.{tag}.pyc", f"__pycache__/flashmla_utils.{tag}.pyc"):
+        (folder / name).write_bytes(b"")
+    source = str(folder / "flashmla.py")
+    assert installation.compiled_forms(source) == []
+    assert status._classify_file(str(tmp_path / "vllm"), source)[0] is Verdict.ABSENT
+    own = ["flashmla.pyc", "flashmla.cpython-311-x86_64-linux-gnu.so", f"__pycache__/flashmla.{tag}.pyc"]
+    for name in own:
+        (folder / name).write_bytes(b"")
+    assert installation.compiled_forms(source) == sorted(str(folder / n) for n in own)
+    verdict, reason = status._classify_file(str(tmp_path / "vllm"), source)
+    assert verdict is Verdict.UNKNOWN and "without its source" in reason
+
+
+def test_a_package_folder_that_can_be_read_but_not_entered_is_unknown(tmp_path, monkeypatch):
+    """A folder with read but not search permission (r--): its files cannot
+    be opened, so flashmla may be there: unknown, not absent. (The tests run
+    as root, for whom permissions do not apply: os.access answers as for an
+    ordinary user here.)"""
+    from dspark_attn_plugin import installation, status
+    from dspark_attn_plugin.warmup_shape import Verdict
+
+    folder = _flashmla_dir(tmp_path)
+    package = str(tmp_path / "vllm")
+    granted = {"r--": os.R_OK, "--x": os.X_OK, "r-x": os.R_OK | os.X_OK}
+    for perms, allowed in granted.items():
+        monkeypatch.setattr(installation.os, "access",
+                            lambda path, mode, allowed=allowed: mode & ~allowed == 0)
+        out = installation.read_module(package, str(folder / "flashmla.py"))
+        assert out["package_readable"] is (perms == "r-x"), perms
+        verdict, reason = status._classify_file(package, str(folder / "flashmla.py"))
+        if perms == "r-x":
+            assert verdict is Verdict.ABSENT
+        else:
+            assert verdict is Verdict.UNKNOWN and f"cannot read {package}" == reason, perms
