@@ -221,3 +221,27 @@ def test_a_package_folder_that_can_be_read_but_not_entered_is_unknown(tmp_path, 
             assert verdict is Verdict.ABSENT
         else:
             assert verdict is Verdict.UNKNOWN and f"cannot read {package}" == reason, perms
+
+
+def test_the_snapshot_of_this_environment_says_what_it_has(monkeypatch):
+    """installation.read(): the host, this Python and its version as Python
+    prints it, only the settings that are set, vLLM 0.27.1 where `import
+    vllm` finds it, and flashmla's text as on disk."""
+    import platform
+    import socket
+
+    from dspark_attn_plugin import installation
+
+    monkeypatch.setenv("DSPARK_ATTN_PLUGIN", "off")
+    monkeypatch.delenv("VLLM_PLUGINS", raising=False)
+    relpath = "vllm/models/deepseek_v4/nvidia/flashmla.py"
+    snap = installation.read(relpath, "dspark-attn-plugin", ("DSPARK_ATTN_PLUGIN", "VLLM_PLUGINS"))
+    assert snap["host"] == socket.gethostname()
+    assert (snap["python"], snap["python_version"]) == (sys.executable, platform.python_version())
+    assert snap["settings"] == {"DSPARK_ATTN_PLUGIN": "off"}
+    assert snap["vllm_version"] == metadata.version("vllm") == vllm.__version__
+    assert snap["vllm_path"] == str(SITE / "vllm")
+    assert snap["flashmla_source"] == (SITE / relpath).read_text(encoding="utf-8")
+    assert "dspark_attn_plugin" in snap["entry_points"]
+    assert snap["plugin_version"] == metadata.version("dspark-attn-plugin")
+    assert (snap["locate_error"], snap["read_error"], snap["listing_error"]) == (None, None, None)
