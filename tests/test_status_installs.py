@@ -245,3 +245,6 @@ def test_the_snapshot_of_this_environment_says_what_it_has(monkeypatch):
     assert "dspark_attn_plugin" in snap["entry_points"]
     assert snap["plugin_version"] == metadata.version("dspark-attn-plugin")
     assert (snap["locate_error"], snap["read_error"], snap["listing_error"]) == (None, None, None)
+    # A node without the plugin installed (status --ray ships this module by
+    # value): read all the same, its plugin version None.
+    assert installation.read(relpath, "no-such-distribution", ())["plugin_version"] is None
