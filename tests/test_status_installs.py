@@ -11,6 +11,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+import pytest
 import vllm
 
 SITE = Path(vllm.__file__).resolve().parents[1]
@@ -248,3 +249,62 @@ def test_the_snapshot_of_this_environment_says_what_it_has(monkeypatch):
     # A node without the plugin installed (status --ray ships this module by
     # value): read all the same, its plugin version None.
     assert installation.read(relpath, "no-such-distribution", ())["plugin_version"] is None
+
+
+def test_a_vllm_split_across_two_path_entries_is_read_where_python_looks_first(tmp_path):
+    """vLLM as a namespace package in two PYTHONPATH entries (no
+    ``__init__.py``): Python resolves ``vllm.models...`` in the first entry
+    that has it, and status reads that one's flashmla, not the second's."""
+    python = _venv_with_the_plugin_only(tmp_path / "venv")
+    relpath = "vllm/models/deepseek_v4/nvidia/flashmla.py"
+    first, second = tmp_path / "first", tmp_path / "second"
+    for site, text in ((first, "FIRST = 1\n"), (second, "SECOND = 1\n")):
+        (site / relpath).parent.mkdir(parents=True)
+        (site / relpath).write_text(text)
+    code = ("import json; from dspark_attn_plugin import installation as i; "
+            f"s = i.read({relpath!r}, 'dspark-attn-plugin', ()); "
+            "print(json.dumps([s['vllm_path'], s['flashmla_source']]))")
+    # The plugin as this test imported it (a copy: its folder may hold a vLLM).
+    from dspark_attn_plugin import installation
+
+    plugin = tmp_path / "plugin"
+    shutil.copytree(Path(installation.__file__).parent, plugin / "dspark_attn_plugin")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = os.pathsep.join(map(str, (first, second, plugin)))
+    proc = subprocess.run([python, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == [str(first / "vllm"), "FIRST = 1\n"]
+    loaded = subprocess.run(
+        [python, "-c", "import vllm.models.deepseek_v4.nvidia.flashmla as m; print(m.__file__)"],
+        env=env, capture_output=True, text=True, timeout=120)
+    assert loaded.stdout.strip() == str(first / relpath)  # where Python loads it from
+
+
+@pytest.mark.parametrize("cause", ["spec-none", "finder-fails"])
+def test_a_vllm_that_cannot_be_located_is_said_not_raised(monkeypatch, cause):
+    """``importlib`` refusing to locate vLLM (a module object without a spec
+    in sys.modules, an import hook that fails): the snapshot says so, and
+    status reports it instead of crashing or calling vLLM absent."""
+    import types
+
+    from dspark_attn_plugin import installation, status
+
+    if cause == "spec-none":
+        stub = types.ModuleType("vllm")
+        stub.__spec__ = None
+        monkeypatch.setitem(sys.modules, "vllm", stub)
+    else:
+        class Broken:
+            @staticmethod
+            def find_spec(name, path=None, target=None):
+                if name == "vllm":
+                    raise ImportError("import hook broken")
+                return None
+
+        monkeypatch.delitem(sys.modules, "vllm", raising=False)
+        monkeypatch.setattr(sys, "meta_path", [Broken(), *sys.meta_path])
+    snap = installation.read("vllm/models/deepseek_v4/nvidia/flashmla.py", "dspark-attn-plugin", ())
+    assert snap["locate_error"].startswith("cannot locate vLLM: ")
+    assert snap["vllm_path"] is None
+    with pytest.raises(status.StatusError, match="cannot locate vLLM"):
+        status.judge(snap)
