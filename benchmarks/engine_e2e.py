@@ -108,10 +108,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "vLLM sizes it from free memory; --evidence's servers get "
                         f"{EVIDENCE_KV_CACHE_BYTES} B)")
     parser.add_argument("--max-num-batched-tokens", type=int, default=None,
-                        help="every server's scheduler step budget (default: vLLM's); with "
-                        "--cudagraph-capture-sizes reaching it (with DSpark: plus 4 slots per "
-                        "sequence for the drafter), every step runs at a captured size, so no "
-                        "kernel is compiled for a new token count while serving")
+                        help="every server's scheduler step budget (default: vLLM's). Seen on "
+                        "one H200 with vLLM 0.26.0: 640 with --cudagraph-capture-sizes 64,384 "
+                        "and DSpark kills the engine core at its first 130-token prefill "
+                        "(FlashMLA sparse prefill: TMA descriptor), stock and plugin alike")
     parser.add_argument("--evidence-rounds", type=int, default=harness.Settings.evidence_rounds,
                         help="rounds per phase of --evidence (default %(default)s)")
     parser.add_argument("--evidence-client", choices=("bench-serve", "completions"),

@@ -649,6 +649,45 @@ def test_bench_serve_rounds_feed_the_intervals(tmp_path, fake_servers, monkeypat
     assert "intervals" in summary["reading"]
 
 
+def test_a_round_whose_requests_failed_stops_the_evidence_and_says_so(
+        tmp_path, fake_servers, monkeypatch):
+    """As on the H200 with --max-num-batched-tokens 640: every request of the
+    first warm-up round came back 500 (the engine core had died). Such a
+    round is neither a clean warm-up nor a timed round: the evidence stops
+    with the failed count as its problem, and no interval is computed."""
+    calls = []
+
+    def fake_run(argv):
+        calls.append(argv)
+        return {"mean_tpot_ms": 0.0, "median_tpot_ms": 0.0, "output_throughput": 0.0,
+                "completed": 0, "failed": 4}, PRINTED
+
+    monkeypatch.setattr(evidence.bench_serve, "run", fake_run)
+    result = evidence.run_evidence(harness.Layout(tmp_path / "work"),
+                                   _settings(evidence_phases=("target",), evidence_client="bench-serve",
+                                             evidence_rounds=4))
+    assert len(calls) == 1  # the first warm-up round, and nothing after it
+    assert len(result["problems"]) == 1
+    assert "4 of 4 requests failed, 0 completed" in result["problems"][0]
+    out = result["phases"]["target"]
+    assert out["rounds"] == []
+    assert all("warmup" not in side for side in out["servers"].values())
+
+
+def test_a_round_with_fewer_completed_than_sent_fails_too(tmp_path, monkeypatch):
+    class FakeServer:
+        port = 7
+
+        def metrics_text(self):
+            return ""
+
+    monkeypatch.setattr(evidence.bench_serve, "run",
+                        lambda argv: ({"mean_tpot_ms": 9.0, "completed": 3}, ""))
+    with pytest.raises(evidence.RoundFailed, match="port 7: 0 of 4 requests failed, 3 completed"):
+        evidence._bench_round(FakeServer(), harness.Layout(tmp_path / "w"),
+                              _settings(evidence_client="bench-serve"), seed=0)
+
+
 def test_warm_up_repeats_while_kernels_compile(tmp_path, monkeypatch):
     log = tmp_path / "server.log"
     log.write_text("")

@@ -357,6 +357,10 @@ def _bench_argv(base_url: str, layout, settings, seed: int) -> list[str]:
         output_len=settings.evidence_max_tokens, seed=seed)
 
 
+class RoundFailed(RuntimeError):
+    """A ``vllm bench serve`` round in which not every request completed."""
+
+
 def _bench_round(server, layout, settings, seed: int) -> dict:
     """One ``vllm bench serve`` against ``server``, with the server's own
     time-per-output-token histogram read before and after."""
@@ -365,6 +369,13 @@ def _bench_round(server, layout, settings, seed: int) -> dict:
     figures, _printed = bench_serve.run(_bench_argv(f"http://127.0.0.1:{server.port}", layout,
                                                     settings, seed))
     ended = time.time()
+    failed, completed = figures.get("failed") or 0, figures.get("completed")
+    if failed or (completed is not None and completed < settings.evidence_batch):
+        # A round whose requests failed is no measurement, nor a clean
+        # warm-up: its TPOT is of the requests that came back, if any.
+        raise RoundFailed(f"vllm bench serve on port {server.port}: {failed} of "
+                          f"{settings.evidence_batch} requests failed, {completed} completed "
+                          "(the server's log says why)")
     after = metrics.histogram(server.metrics_text(), metrics.TPOT)
     tpot = figures.get("mean_tpot_ms")
     return {**{k: _round(v) if isinstance(v, float) else v for k, v in figures.items()},
