@@ -76,10 +76,11 @@ mutants: install
 # against the tests that execute its lines; resumes where it stopped; the
 # results in benchmarks/results/mutation-score/. Hours; not part of `make test`.
 MUTATION_MODULES ?=
+MUTATION_ARGS ?=
 mutation-score: install
 	$(call quietly,mutation-tools,Installing Cosmic Ray and coverage into the venv,\
 	$(BIN)/python -m pip install --disable-pip-version-check -r tests/mutation_requirements.txt)
-	@$(BIN)/python tests/mutation_score.py run $(MUTATION_MODULES)
+	@$(BIN)/python tests/mutation_score.py run $(MUTATION_ARGS) $(MUTATION_MODULES)
 
 # Generated flashmla variants, executed (tests/fuzz_variants.py): thousands of
 # examples, the tally in FUZZ_JSON. `make test` runs a few hundred of them.

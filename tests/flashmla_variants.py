@@ -131,6 +131,27 @@ def assert_then_unseen_check(source: str) -> str:
     )
 
 
+def alias_assertion(source: str) -> str:
+    """The warmup asserts the buffer through another name for the layer: it
+    crashes as stock does, but the assertion is not the upstream shape the
+    edit replaces."""
+    return _replace_once(source, WARMUP_ASSERT, WARMUP_ASSERT.replace(
+        "            assert self.topk", "            layer = self\n            assert layer.topk", 1))
+
+
+def relative_import(source: str) -> str:
+    """A fork's module that imports a sibling relatively (``from . import``:
+    an ``ImportFrom`` without a module name)."""
+    return _replace_once(source, "from typing import TYPE_CHECKING, cast\n",
+                         "from typing import TYPE_CHECKING, cast\n\nfrom . import ops as _nvidia_ops\n")
+
+
+def future_annotations(source: str) -> str:
+    """A fork's module under ``from __future__ import annotations``: the
+    method's annotations are strings."""
+    return "from __future__ import annotations\n" + source
+
+
 def validator_method(source: str) -> str:
     """The assertion replaced by a method of the class that raises when the
     buffer is missing."""

@@ -3,6 +3,7 @@ against the tests that execute its lines.
 
     make mutation-score                                  # every judging module (resumes)
     make mutation-score MUTATION_MODULES="patch.py status.py"
+    make mutation-score MUTATION_ARGS="--jobs 2"         # two workers (one per core)
     python tests/mutation_score.py report                # the tables, from what ran
 
 Why Cosmic Ray (8.7): it writes each mutant into the source file on disk, so
@@ -20,14 +21,22 @@ How one module is scored (the sessions live in ``$DSPARK_ATTN_PLUGIN_CACHE/mutat
 1. *Map*, once per version of ``src/`` and ``tests/``: the offline suite runs
    under coverage, each test measured on its own, in its forked process and
    in the Python processes it starts (a ``sitecustomize`` on ``PYTHONPATH``):
-   which tests execute which line.
+   which tests execute which line. A test that runs the plugin in a process
+   coverage does not follow (a ``python -S`` child, a copy of the package)
+   is marked *unseen*: the map's copy of the package marks the running test
+   when it is imported where no coverage runs.
 2. A copy of ``src/`` that Cosmic Ray mutates, one mutant at a time. Its test
    command is ``mutation_score.py test``: it compares the copy with the
    pristine file, takes the tests that executed the changed lines (where no
-   test did: those that executed the enclosing function, or the module), and
-   has them run, fastest first, stopping at the first failure, by a server
-   that imported torch and vLLM once and forks a pytest for each mutant.
-   A mutant is *killed* when one of them fails or it runs past the timeout.
+   test did: those that executed the enclosing function, or the module) and
+   every unseen test, and has them run, fastest first, stopping at the first
+   failure, by a server that imported torch and vLLM once and forks a pytest
+   for each mutant. A mutant is *killed* when one of them fails or it runs
+   past the timeout. ``--whole-files`` also runs, before a mutant counts as
+   a survivor, every test file that executes its module (minutes per
+   survivor; without it a survivor may still be one that an unmapped test
+   kills: the score errs low, never high). ``--jobs N`` runs N workers at
+   once, each with its own copy, server and modules.
 3. Mutants inside annotations are equivalent by construction (every module
    has ``from __future__ import annotations``: annotations are never
    evaluated) and are marked so before the run. Every other survivor is
@@ -61,9 +70,11 @@ RESULTS = ROOT / "benchmarks" / "results" / "mutation-score"
 EQUIVALENTS = ROOT / "tests" / "mutation_equivalents.toml"
 CACHE = Path(os.environ.get("DSPARK_ATTN_PLUGIN_CACHE", Path.home() / ".cache" / "dspark-attn-plugin"))
 WORK = CACHE / "mutation"
-TREE = WORK / "tree"              # the copy Cosmic Ray mutates (TREE/dspark_attn_plugin)
-PRISTINE = WORK / "pristine"      # the same, never mutated
-SOCKET = WORK / "server.sock"
+# One worker's files (``run --jobs N`` starts N workers, MUTATION_WORKER=0..N-1):
+_WORKER = os.environ.get("MUTATION_WORKER", "")
+TREE = WORK / f"tree{_WORKER}"          # the copy Cosmic Ray mutates (TREE/dspark_attn_plugin)
+PRISTINE = WORK / f"pristine{_WORKER}"  # the same, never mutated
+SOCKET = WORK / f"server{_WORKER}.sock"
 
 # The modules that judge (issue: warmup_shape is a package: each file a module here).
 JUDGING = [
@@ -120,6 +131,31 @@ if os.environ.get("MUTATION_COVERAGE_DIR") and os.environ.get("MUTATION_TEST_ID"
 
 MAP = WORK / "map.json"
 
+# Appended to the map's copy of the package (never to the mutated one): a
+# process that imports the plugin while no coverage runs in it (a `python -S`
+# child, a scrubbed environment, a copy of the package elsewhere) marks the
+# test that is running. Such a test is run against every mutant of every
+# module: the map cannot say which lines it executed.
+UNSEEN = '''
+
+def _mutation_map_unseen():  # added by tests/mutation_score.py, in the map's copy only
+    import sys
+    cov = sys.modules.get("coverage")
+    if cov is not None and cov.Coverage.current() is not None:
+        return
+    try:
+        with open(MARKS + "/current", encoding="utf-8") as fh:
+            key = fh.read().strip()
+        if key:
+            open(MARKS + "/unseen-" + key, "a").close()
+    except OSError:
+        pass
+
+
+_mutation_map_unseen()
+del _mutation_map_unseen
+'''
+
 
 def build_map(python: str, tests: list[str] | None = None) -> Path:
     """Measure ``tests`` (all offline tests when None: a new map; else added
@@ -139,6 +175,8 @@ def build_map(python: str, tests: list[str] | None = None) -> Path:
     env = dict(os.environ, MUTATION_COVERAGE_DIR=str(data),
                MUTATION_COVERAGE_INCLUDE=str(measured_on / "dspark_attn_plugin" / "*"),
                PYTHONPATH=os.pathsep.join([str(site), str(measured_on)]))
+    with open(measured_on / "dspark_attn_plugin" / "__init__.py", "a", encoding="utf-8") as fh:
+        fh.write(UNSEEN.replace("MARKS", repr(str(data))))
     started = time.monotonic()
     print(f"map: {' '.join(tests) if tests else 'the offline suite'} under coverage, "
           "each test on its own ...", flush=True)
@@ -146,18 +184,20 @@ def build_map(python: str, tests: list[str] | None = None) -> Path:
                            *(tests or ["tests"])], cwd=ROOT, env=env)
     if proc.returncode != 0:
         raise SystemExit(f"map: the unmutated tests failed (exit {proc.returncode}); fix them first")
-    sources = {str(p.relative_to(measured_on / "dspark_attn_plugin")): p.read_text(encoding="utf-8")
-               for p in (measured_on / "dspark_attn_plugin").rglob("*.py")}
+    sources = {str(p.relative_to(PACKAGE)): p.read_text(encoding="utf-8")
+               for p in PACKAGE.rglob("*.py")}  # the sources measured, less the map's addition
     found_tests, found_lines = _read_coverage(data, measured_on)
+    unseen = sorted(p.name[len("unseen-"):] for p in data.glob("unseen-*"))
     if tests is None:
         mapping = {"made": datetime.datetime.now().isoformat(timespec="seconds"),
                    "seconds": round(time.monotonic() - started), "sources": sources,
-                   "tests": found_tests,
+                   "tests": found_tests, "unseen": unseen,
                    "lines": {rel: {ln: sorted(ks) for ln, ks in per.items()}
                              for rel, per in found_lines.items()}}
     else:
         mapping = json.loads(MAP.read_text(encoding="utf-8"))
         mapping["tests"].update(found_tests)
+        mapping["unseen"] = sorted(set(mapping.get("unseen", [])) | set(unseen))
         for rel, per in found_lines.items():
             if rel not in mapping["sources"]:
                 continue
@@ -170,7 +210,8 @@ def build_map(python: str, tests: list[str] | None = None) -> Path:
         mapping.setdefault("added", []).append(
             {"tests": tests, "at": datetime.datetime.now().isoformat(timespec="seconds")})
     MAP.write_text(json.dumps(mapping), encoding="utf-8")
-    print(f"map: {len(found_tests)} tests measured in {round(time.monotonic() - started)} s, "
+    print(f"map: {len(found_tests)} tests measured in {round(time.monotonic() - started)} s "
+          f"({len(unseen)} ran the plugin where coverage could not follow), "
           f"{len(mapping['tests'])} in {MAP}", flush=True)
     return MAP
 
@@ -219,6 +260,7 @@ class TestCoverage:
         self.nodeid = nodeid
         self.dir = Path(os.environ["MUTATION_COVERAGE_DIR"])
         os.environ["MUTATION_TEST_ID"] = self.key
+        (self.dir / "current").write_text(self.key, encoding="utf-8")
         self.started = time.monotonic()
         self.cov = coverage.Coverage(data_file=str(self.dir / f"cov-{self.key}"), data_suffix=True,
                                      config_file=False,
@@ -229,6 +271,7 @@ class TestCoverage:
         self.cov.stop()
         self.cov.save()
         os.environ.pop("MUTATION_TEST_ID", None)
+        (self.dir / "current").unlink(missing_ok=True)
         (self.dir / "ids" / f"{self.key}.json").write_text(json.dumps(
             {"nodeid": self.nodeid, "seconds": round(time.monotonic() - self.started, 3)}),
             encoding="utf-8")
@@ -350,6 +393,10 @@ def select_tests(mapping: dict, module: str, changed: list[int]) -> tuple[list[s
                      for cur, old in into.items() if old == int(ln) and lo <= cur <= hi
                      for k in ks}
         how = "scope"
+    unseen = set(mapping.get("unseen", ())) - keys
+    if unseen:
+        keys |= unseen
+        how += "+unseen"
     tests = sorted(keys, key=lambda k: (mapping["tests"][k]["seconds"], mapping["tests"][k]["nodeid"]))
     return [mapping["tests"][k]["nodeid"] for k in tests], how
 
@@ -367,11 +414,11 @@ def test_command(module: str) -> int:
         _append(module, record)
         return 0
     answer, text = _ask_server(tests)
-    if answer["rc"] == 0:
-        # Survived the tests that ran its lines: before it counts as a
-        # survivor, every test of each file that has a test executing this
-        # module (tests that run it where coverage cannot see: a `python -S`
-        # child, a subprocess with a scrubbed environment).
+    if answer["rc"] == 0 and os.environ.get("MUTATION_WHOLE_FILES"):
+        # (--whole-files) Survived the tests that ran its lines and those
+        # that ran the plugin where coverage could not follow: before it
+        # counts as a survivor, every test of each file that has a test
+        # executing this module.
         files = _test_files(mapping, module)
         record.update(selected_by=how + "+files", tests=len(files))
         answer, text = _ask_server(files, FILES_TIMEOUT_S)
@@ -393,7 +440,7 @@ def test_command(module: str) -> int:
 
 
 def _ask_server(tests: list[str], timeout: float = TIMEOUT_S) -> tuple[dict, str]:
-    log = WORK / "last-mutant.log"
+    log = WORK / f"last-mutant{_WORKER}.log"
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         conn.connect(str(SOCKET))
         conn.sendall(json.dumps({"tests": tests, "timeout": timeout, "log": str(log)}).encode() + b"\n")
@@ -504,7 +551,38 @@ def _add_time(module: str, seconds: float) -> None:
     path.write_text(str(before + seconds))
 
 
-def run(modules: list[str], python: str, retry: bool = False) -> int:
+def run_jobs(modules: list[str], python: str, jobs: int, retry: bool = False,
+             whole_files: bool = False) -> int:
+    """``jobs`` workers at once, each with its own copy, test server and
+    share of the modules (the largest first, dealt out in turn); then the
+    report of them all."""
+    WORK.mkdir(parents=True, exist_ok=True)
+    build_map(python)
+    sizes = {m: len((PACKAGE / m).read_bytes()) for m in modules}
+    ordered = sorted(modules, key=lambda m: -sizes[m])
+    shares = [ordered[k::jobs] for k in range(jobs)]
+    workers = []
+    for k, share in enumerate(shares):
+        if not share:
+            continue
+        argv = [python, str(Path(__file__).resolve()), "run", *share]
+        argv += ["--retry-survivors"] if retry else []
+        argv += ["--whole-files"] if whole_files else []
+        with open(WORK / f"worker{k}.log", "w") as log:
+            workers.append(subprocess.Popen(argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                            env=dict(os.environ, MUTATION_WORKER=str(k))))
+        print(f"worker {k}: {' '.join(share)} (log: {WORK / f'worker{k}.log'})", flush=True)
+    try:
+        for w in workers:
+            w.wait()
+    finally:
+        for w in workers:
+            if w.poll() is None:
+                w.terminate()
+    return report(modules)
+
+
+def run(modules: list[str], python: str, retry: bool = False, whole_files: bool = False) -> int:
     WORK.mkdir(parents=True, exist_ok=True)
     mapping = build_map(python)
     _fresh_copy(PRISTINE)
@@ -512,16 +590,18 @@ def run(modules: list[str], python: str, retry: bool = False) -> int:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TREE), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
                PYTHONDONTWRITEBYTECODE="1", MUTATION_MAP=str(mapping),
                MUTATION_TEST_SECONDS=str(TEST_SECONDS))
+    if whole_files:
+        env["MUTATION_WHOLE_FILES"] = "1"
     os.environ.update(env)
     SOCKET.unlink(missing_ok=True)
-    with open(WORK / "server.log", "w") as server_log:
+    with open(WORK / f"server{_WORKER}.log", "w") as server_log:
         server = subprocess.Popen([python, str(Path(__file__).resolve()), "serve"], cwd=ROOT,
                                   env=env, stdout=server_log, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 300
         while not SOCKET.exists():
             if server.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"the test server did not start: see {WORK / 'server.log'}")
+                raise SystemExit(f"the test server did not start: see {WORK / f'server{_WORKER}.log'}")
             time.sleep(0.2)
         for module in modules:
             run_module(module, python, mapping, retry)
@@ -647,6 +727,11 @@ def main(argv=None) -> int:
     p_run.add_argument("modules", nargs="*", default=JUDGING)
     p_run.add_argument("--retry-survivors", action="store_true",
                        help="run the survivors again (after adding tests)")
+    p_run.add_argument("--whole-files", action="store_true",
+                       help="before a mutant counts as a survivor, run every test file "
+                       "that executes its module (slow: minutes per survivor)")
+    p_run.add_argument("--jobs", type=int, default=1,
+                       help="workers at once, each with its own copy and modules (default 1)")
     p_rep = sub.add_parser("report", help="write the JSON and print the table")
     p_rep.add_argument("modules", nargs="*", default=JUDGING)
     p_map = sub.add_parser("map", help="make the line-to-tests map only")
@@ -671,7 +756,10 @@ def main(argv=None) -> int:
     unknown = [m for m in args.modules if not (PACKAGE / m).is_file()]
     if unknown:
         parser.error(f"no such module under src/dspark_attn_plugin: {', '.join(unknown)}")
-    return run(args.modules, sys.executable, args.retry_survivors)
+    if args.jobs > 1:
+        return run_jobs(args.modules, sys.executable, args.jobs, args.retry_survivors,
+                        args.whole_files)
+    return run(args.modules, sys.executable, args.retry_survivors, args.whole_files)
 
 
 if __name__ == "__main__":

@@ -65,3 +65,76 @@ def test_a_mutant_runs_the_tests_of_its_lines_else_of_its_function(tmp_path, mon
     assert ms.select_tests(mapping, "m.py", [4]) == (["t.py::fast", "t.py::slow"], "scope")
     assert ms.select_tests(mapping, "m.py", [12]) == (["u.py::other"], "scope")
     assert ms._test_files(mapping, "m.py") == ["u.py", "t.py"]  # the fastest file first
+
+
+def test_a_test_that_ran_the_plugin_unseen_runs_against_every_mutant(tmp_path, monkeypatch):
+    """A test the map marked unseen (it ran the plugin in a process coverage
+    did not follow) is in every mutant's selection, of every module."""
+    pristine = tmp_path / "pristine"
+    (pristine / "dspark_attn_plugin").mkdir(parents=True)
+    (pristine / "dspark_attn_plugin" / "m.py").write_text(SOURCE)
+    monkeypatch.setattr(ms, "PRISTINE", pristine)
+    mapping = {
+        "sources": {"m.py": SOURCE},
+        "tests": {"k1": {"nodeid": "t.py::fast", "seconds": 0.1},
+                  "k2": {"nodeid": "s.py::dash_capital_s", "seconds": 3.0}},
+        "lines": {"m.py": {"5": ["k1"]}},
+        "unseen": ["k2"],
+    }
+    assert ms.select_tests(mapping, "m.py", [5]) == (["t.py::fast", "s.py::dash_capital_s"],
+                                                     "lines+unseen")
+    assert ms.select_tests(mapping, "m.py", [12]) == (["s.py::dash_capital_s"], "scope+unseen")
+    del mapping["unseen"]  # a map made before unseen tests were marked
+    assert ms.select_tests(mapping, "m.py", [5]) == (["t.py::fast"], "lines")
+
+
+def _import_marker(tmp_path, *python_args, start_coverage=False, import_coverage=False):
+    import subprocess
+    import sys
+
+    marks = tmp_path / "marks"
+    marks.mkdir(exist_ok=True)
+    (marks / "current").write_text("abc123\n")
+    code = ms.UNSEEN.replace("MARKS", repr(str(marks)))
+    if import_coverage:
+        code = "import coverage\n" + code
+    if start_coverage:
+        code = ("import coverage\ncov = coverage.Coverage(data_file=None)\ncov.start()\n"
+                + code + "\ncov.stop()\n")
+    subprocess.run([sys.executable, *python_args, "-c", code], check=True, timeout=120)
+    return sorted(p.name for p in marks.glob("unseen-*"))
+
+
+def test_the_map_marks_a_test_whose_child_python_runs_the_plugin_without_coverage(tmp_path):
+    assert _import_marker(tmp_path, "-S") == ["unseen-abc123"]  # no site: no sitecustomize
+    (tmp_path / "marks" / "unseen-abc123").unlink()
+    assert _import_marker(tmp_path) == ["unseen-abc123"]  # coverage not started
+    (tmp_path / "marks" / "unseen-abc123").unlink()
+    assert _import_marker(tmp_path, import_coverage=True) == ["unseen-abc123"]  # imported, not started
+    (tmp_path / "marks" / "unseen-abc123").unlink()
+    assert _import_marker(tmp_path, start_coverage=True) == []  # measured: not unseen
+
+
+def test_jobs_share_out_the_modules_largest_first(tmp_path, monkeypatch):
+    started = []
+
+    class FakePopen:
+        def __init__(self, argv, **kw):
+            started.append((kw["env"]["MUTATION_WORKER"], argv[3:]))
+
+        def wait(self):
+            return 0
+
+        def poll(self):
+            return 0
+
+    monkeypatch.setattr(ms, "WORK", tmp_path)
+    monkeypatch.setattr(ms, "build_map", lambda python: None)
+    monkeypatch.setattr(ms, "report", lambda modules: 0)
+    monkeypatch.setattr(ms.subprocess, "Popen", FakePopen)
+    assert ms.run_jobs(["settings.py", "warmup_shape/statements.py", "patch.py",
+                        "warmup_shape/expressions.py"], "python", 2, whole_files=True) == 0
+    assert started == [
+        ("0", ["warmup_shape/statements.py", "patch.py", "--whole-files"]),
+        ("1", ["warmup_shape/expressions.py", "settings.py", "--whole-files"]),
+    ]

@@ -269,6 +269,31 @@ def test_register_without_vllm_installed_does_nothing(tmp_path):
     assert proc.stderr == ""
 
 
+# --- what tracebacks and profilers see ------------------------------------------
+
+
+def test_the_patched_method_runs_on_vllm_s_own_lines_and_columns(layer_cls, stock_forward_mqa):
+    """Tracebacks, debuggers and profilers name vLLM's lines: every line of
+    the patched forward_mqa is a line of vLLM's method (the added ``if``
+    stands on the assertion's line), and the assertion keeps its positions
+    to the column."""
+    import inspect
+
+    dspark_attn_plugin.register()
+    patched = layer_cls.__dict__["forward_mqa"]
+    assert patch.is_ours(patched)
+    stock = stock_forward_mqa.__code__
+    source, first = inspect.getsourcelines(stock_forward_mqa)
+    span = set(range(first, first + len(source)))
+    assert {line for *_, line in patched.__code__.co_lines() if line is not None} <= span
+    at = first + next(i for i, text in enumerate(source)
+                      if "assert self.topk_indices_buffer is not None" in text)
+    before = {p for p in stock.co_positions() if p[0] == at}
+    after = {p for p in patched.__code__.co_positions() if p[0] == at}
+    assert before and before <= after
+    assert {p[0] for p in patched.__code__.co_positions()} - {p[0] for p in stock.co_positions()} <= {None}
+
+
 # --- ownership by identity -----------------------------------------------------
 
 

@@ -305,3 +305,17 @@ def test_an_undecided_arm_that_returns_leaves_the_crash_unknown_not_affected(bod
     assert verdict(body) is Verdict.UNKNOWN
     # The same branch without the returning arm crashes for sure.
     assert verdict("assert self.topk_indices_buffer is not None\n") is Verdict.AFFECTED
+
+
+def test_an_edit_plan_from_the_cache_cannot_be_changed_by_one_caller_for_the_next(flashmla):
+    """plan_edit's plans are cached and shared (the runtime and `status` in
+    one process): a caller cannot change one under another."""
+    import dataclasses
+
+    from dspark_attn_plugin.warmup_edit import plan_edit
+
+    plan = plan_edit(flashmla.__loader__.get_source(flashmla.__name__))
+    assert plan.applies
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plan.edited = None
+    assert plan.applies

@@ -97,10 +97,12 @@ def test_fixed_and_not_affected_code_is_left_alone(
     [
         variants.extra_parameter, variants.renamed_parameter, variants.larger_gather,
         variants.steady_torch_check, variants.steady_super, variants.steady_mangled,
+        variants.relative_import, variants.future_annotations,
     ],
     ids=[
         "extra-optional-parameter", "renamed-parameter-and-annotation", "other-sizing",
         "steady-torch-check", "steady-super", "steady-name-mangled",
+        "relative-import", "future-annotations",
     ],
 )
 def test_fork_with_the_known_warmup_is_protected_and_patched(
@@ -114,10 +116,28 @@ def test_fork_with_the_known_warmup_is_protected_and_patched(
     assert _messages(caplog, "WARNING") == []
 
 
+def test_a_fork_under_future_annotations_keeps_them_strings_once_patched(
+        tmp_path, source, cpu_workspace, caplog):
+    """The patched method is the fork's own, annotations included: under
+    ``from __future__ import annotations`` they stay the strings the module
+    compiled, as ``inspect.signature`` and ``typing.get_type_hints`` expect."""
+    text = variants.future_annotations(source)
+    (tmp_path / "stock").mkdir()
+    stock = variants.load(text, tmp_path / "stock").DeepseekV4FlashMLAAttention.forward_mqa
+    patched, error = _runtime(tmp_path, text, caplog)
+    assert patched and error is None
+    now = sys.modules[variants.FLASHMLA_MODULE].DeepseekV4FlashMLAAttention.forward_mqa
+    assert now is not stock
+    assert now.__annotations__ == stock.__annotations__
+    assert now.__annotations__["q"] == "torch.Tensor"
+
+
 @pytest.mark.parametrize(
     "derive",
-    [variants.assert_in_helper_method, variants.validator_method, variants.assert_then_unseen_check],
-    ids=["assert-in-helper", "validator-method-raises", "edited-method-still-unknown"],
+    [variants.assert_in_helper_method, variants.validator_method, variants.assert_then_unseen_check,
+     variants.alias_assertion],
+    ids=["assert-in-helper", "validator-method-raises", "edited-method-still-unknown",
+         "assertion-through-an-alias"],
 )
 def test_affected_code_the_edit_does_not_fit_is_unknown_and_left_alone(
     tmp_path, source, cpu_workspace, caplog, derive
