@@ -139,6 +139,14 @@ def alias_assertion(source: str) -> str:
         "            assert self.topk", "            layer = self\n            assert layer.topk", 1))
 
 
+def reversed_assertion(source: str) -> str:
+    """The warmup's assertion written the other way round:
+    ``assert None is not self.topk_indices_buffer``."""
+    return _replace_once(source, WARMUP_ASSERT, WARMUP_ASSERT.replace(
+        "assert self.topk_indices_buffer is not None",
+        "assert None is not self.topk_indices_buffer", 1))
+
+
 def relative_import(source: str) -> str:
     """A fork's module that imports a sibling relatively (``from . import``:
     an ``ImportFrom`` without a module name)."""

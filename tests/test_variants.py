@@ -97,12 +97,12 @@ def test_fixed_and_not_affected_code_is_left_alone(
     [
         variants.extra_parameter, variants.renamed_parameter, variants.larger_gather,
         variants.steady_torch_check, variants.steady_super, variants.steady_mangled,
-        variants.relative_import, variants.future_annotations,
+        variants.relative_import, variants.future_annotations, variants.reversed_assertion,
     ],
     ids=[
         "extra-optional-parameter", "renamed-parameter-and-annotation", "other-sizing",
         "steady-torch-check", "steady-super", "steady-name-mangled",
-        "relative-import", "future-annotations",
+        "relative-import", "future-annotations", "assertion-written-none-first",
     ],
 )
 def test_fork_with_the_known_warmup_is_protected_and_patched(
