@@ -494,6 +494,15 @@ def _annotation_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int
     return spans
 
 
+def _point_at(session: Path, target: Path) -> None:
+    """Cosmic Ray keeps the path of the file it mutates in the session: a
+    session begun by another worker (another copy) is pointed at this one's."""
+    import sqlite3
+
+    with sqlite3.connect(session) as db:
+        db.execute("UPDATE mutation_specs SET module_path = ?", (str(target),))
+
+
 def _forget_survivors(session: Path) -> int:
     """Survivors back to pending (after new tests, or a wider selection)."""
     import sqlite3
@@ -535,6 +544,7 @@ def run_module(module: str, python: str, mapping: Path, retry: bool = False) -> 
                     db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED,
                                                           output=ANNOTATION))
         stamp.write_text(digest)
+    _point_at(session, target)
     if retry:
         print(f"{module}: {_forget_survivors(session)} survivor(s) to run again", flush=True)
     with use_db(str(session), WorkDB.Mode.open) as db:

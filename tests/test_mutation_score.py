@@ -141,3 +141,21 @@ def test_jobs_share_out_the_modules_largest_first(tmp_path, monkeypatch):
         ("0", ["warmup_shape/statements.py", "patch.py", "--whole-files"]),
         ("1", ["warmup_shape/expressions.py", "settings.py", "--whole-files"]),
     ]
+
+
+def test_a_session_begun_by_another_worker_mutates_this_workers_copy(tmp_path):
+    """Cosmic Ray stores the mutated file's path in its session: resumed by
+    another worker (another copy), it must mutate that worker's copy, or
+    every mutant reads as unchanged and 'survives'."""
+    import sqlite3
+
+    session = tmp_path / "m.sqlite"
+    with sqlite3.connect(session) as db:
+        db.execute("CREATE TABLE mutation_specs (module_path VARCHAR, job_id VARCHAR)")
+        db.executemany("INSERT INTO mutation_specs VALUES (?, ?)",
+                       [("/elsewhere/tree/dspark_attn_plugin/m.py", "a"),
+                        ("/elsewhere/tree/dspark_attn_plugin/m.py", "b")])
+    here = tmp_path / "tree1" / "dspark_attn_plugin" / "m.py"
+    ms._point_at(session, here)
+    with sqlite3.connect(session) as db:
+        assert db.execute("SELECT DISTINCT module_path FROM mutation_specs").fetchall() == [(str(here),)]
