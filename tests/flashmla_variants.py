@@ -139,6 +139,46 @@ def alias_assertion(source: str) -> str:
         "            assert self.topk", "            layer = self\n            assert layer.topk", 1))
 
 
+def alias_assertion_after_self(source: str) -> str:
+    """As ``alias_assertion``, the other name sorting after ``self``
+    (``this``): whether the edit takes it must not hang on the spelling."""
+    return _replace_once(source, WARMUP_ASSERT, WARMUP_ASSERT.replace(
+        "            assert self.topk", "            this = self\n            assert this.topk", 1))
+
+
+def nested_assertion_first(source: str) -> str:
+    """An assertion of the buffer nested in an ``if`` the SWA-only layer
+    takes, before the known one: the crash is the nested line, which is not
+    the statement the edit replaces."""
+    return _replace_once(source, WARMUP_ASSERT,
+                         "            if swa_only:\n"
+                         "                assert self.topk_indices_buffer is not None\n"
+                         + WARMUP_ASSERT)
+
+
+def buffer_read_first(source: str) -> str:
+    """The buffer's ``.shape`` read before the known assertion: the crash is
+    that read (an AttributeError on None), not the assertion."""
+    return _replace_once(source, WARMUP_ASSERT,
+                         "            _rows = self.topk_indices_buffer.shape[0]\n" + WARMUP_ASSERT)
+
+
+def annotated_inner_helper(source: str) -> str:
+    """``forward_mqa`` defines a small helper with annotations: the method's
+    code evaluates them when it defines the helper (under future
+    annotations, they are string constants of the method)."""
+    return _replace_once(
+        source, SIGNATURE_END,
+        SIGNATURE_END + "        def _width(t: torch.Tensor) -> int:\n"
+                        "            return t.shape[-1]\n\n"
+                        "        assert _width(q) == _width(output)\n")
+
+
+def future_annotations_inner_helper(source: str) -> str:
+    """Both: the helper's annotations are strings in the method's code."""
+    return future_annotations(annotated_inner_helper(source))
+
+
 def reversed_assertion(source: str) -> str:
     """The warmup's assertion written the other way round:
     ``assert None is not self.topk_indices_buffer``."""

@@ -400,9 +400,14 @@ def test_a_batch_during_which_a_kernel_compiled_is_marked_and_left_out_of_the_cl
     assert result["problems"] == []
     out = result["phases"]["target"]
     marks = [{n: r[n]["jit"] for n in out["servers"]} for r in out["rounds"]]
+    # What a failure needs to be read: the plugin server's own log (its
+    # requests and the JIT line, with their times) and each batch's window.
+    seen = [line for line in Path(out["servers"]["plugin"]["log"]).read_text().splitlines()
+            if "fake POST" in line or "jit_monitor" in line]
+    windows = [(r["plugin"]["began_unix"], r["plugin"]["ended_unix"]) for r in out["rounds"]]
     assert marks == [{"stock": [], "plugin": [], "stock-b": []},
                      {"stock": [], "plugin": ["fake_kernel"], "stock-b": []},
-                     {"stock": [], "plugin": [], "stock-b": []}], marks
+                     {"stock": [], "plugin": [], "stock-b": []}], (marks, seen, windows)
     assert out["rounds_with_jit"] == 1
     for reading in ("throughput", "server_tpot"):
         assert [out[reading][k]["n"] for k in ("plugin/stock", "stock-b/stock")] == [3, 3]

@@ -165,6 +165,69 @@ def test_server_reaches_loopback_health_despite_a_proxy_and_stops_its_group(tmp_
         os.killpg(pgid, 0)
 
 
+def test_two_servers_started_together_never_get_one_port_even_when_the_kernel_repeats_it(
+        monkeypatch):
+    """The kernel hands out the same free port twice in a row now and then;
+    two servers on one port answer for each other (the second dies on bind
+    while the first answers its /health): the harness never gives a port twice."""
+    import socket
+
+    from engine import server as server_module
+
+    ports = iter([47001, 47001, 47001, 47002])
+
+    class Repeating:
+        def __init__(self, *a):
+            self.port = next(ports)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            return False
+
+        def bind(self, address):
+            pass
+
+        def getsockname(self):
+            return ("127.0.0.1", self.port)
+
+    monkeypatch.setattr(server_module, "_GIVEN", set())
+    monkeypatch.setattr(socket, "socket", Repeating)
+    assert [free_port(), free_port()] == [47001, 47002]
+
+
+def test_a_server_that_died_is_not_healthy_though_another_process_answers_on_its_port(tmp_path):
+    """Its process exited (a bind error, say) while some other server holds
+    the port and answers /health: not healthy, with its exit code."""
+    (tmp_path / "health").write_text("ok")
+    port = free_port()
+    other = [sys.executable, "-m", "http.server", "--bind", "127.0.0.1",
+             "--directory", str(tmp_path), str(port)]
+    with Server(other, dict(os.environ), tmp_path / "other.log", port) as holder:
+        assert holder.wait_healthy(30) is not None, holder.last_health_error
+        dead = Server([sys.executable, "-c", "raise SystemExit(3)"],
+                      dict(os.environ), tmp_path / "dead.log", port)
+        with dead:
+            dead.proc.wait()
+            real = dead.proc
+
+            class LookedBeforeItDied:
+                """Its first poll() ran while it still started: the race."""
+                calls = 0
+
+                def poll(self):
+                    self.calls += 1
+                    return None if self.calls == 1 else real.poll()
+
+                def __getattr__(self, name):
+                    return getattr(real, name)
+
+            dead.proc = LookedBeforeItDied()
+            assert dead.wait_healthy(30) is None
+            assert real.poll() == 3
+
+
 def _sleeper(tmp_path, code: str) -> Server:
     """A server that never answers /health: it runs ``code`` instead."""
     return Server([sys.executable, "-c", code], dict(os.environ), tmp_path / "s.log", free_port())

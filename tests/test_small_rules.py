@@ -90,8 +90,61 @@ def _code(body: str, filename="a.py"):
     return method_code.module_method_code(source, filename)
 
 
-def test_same_code_ignores_lines_and_file_names():
-    assert method_code.same_code(_code("return 1\n"), _code("\n\nreturn 1\n", "b.py"))
+@pytest.mark.parametrize("body", ["return 1\n", "return (lambda: 1)()\n"],
+                         ids=["flat", "nested-code"])
+def test_same_code_ignores_lines_and_file_names(body):
+    assert method_code.same_code(_code(body), _code("\n\n" + body, "b.py"))
+
+
+def test_same_code_holds_for_a_method_with_hundreds_of_constants():
+    body = "return (" + ", ".join(f"q + {i}" for i in range(300)) + ")\n"
+    a = _code(body.replace("return", "q = self\nreturn"))
+    assert len(a.co_consts) > 256
+    assert method_code.same_code(a, _code("\n" + body.replace("return", "q = self\nreturn")))
+
+
+def test_same_code_sees_one_constant_more_or_fewer():
+    """Code objects (as a bytecode rewriter could leave them) that differ
+    only by a constant the bytecode does not load: not the same, either way."""
+    a = _code("return 1\n")
+    longer = a.replace(co_consts=a.co_consts + ("spare",))
+    assert not method_code.same_code(a, longer)
+    assert not method_code.same_code(longer, a)
+
+
+def test_same_code_says_no_without_raising_where_nested_code_meets_a_constant():
+    import types
+
+    a = _code("return (lambda: 1)()\n")
+    flat = a.replace(co_consts=tuple(7 if isinstance(c, types.CodeType) else c
+                                     for c in a.co_consts))
+    assert method_code.same_code(a, flat) is False
+    assert method_code.same_code(flat, a) is False
+
+
+def test_every_module_scope_import_is_seen_by_the_rebuild_whatever_the_module_s_name():
+    """CPython 3.12+ compiles a call on an imported name differently: the
+    rebuilt method must see every import of the module scope, in ``if``,
+    ``try`` (``except`` arms too), ``with`` and ``match`` blocks (not the
+    ``__future__`` ones, which go first), and none from inside a function
+    or class."""
+    import ast
+
+    source = (
+        "from __future__ import annotations\n"
+        "from PIL import Image\n"
+        "import Zeta, torch\n"
+        "if TYPE_CHECKING:\n    from A9 import b\n"
+        "try:\n    from _x import y\nexcept ImportError:\n    from ._x import y\n"
+        "with suppress(ImportError):\n    from W import w\n"
+        "match sys.platform:\n    case 'linux':\n        from L import m\n"
+        "def f():\n    from inner import no\n"
+        "class C:\n    import not_this\n"
+    )
+    found = method_code._module_imports(ast.parse(source))
+    assert [ast.unparse(n) for n in found] == [
+        "from PIL import Image", "import Zeta, torch", "from A9 import b",
+        "from _x import y", "from W import w", "from ._x import y", "from L import m"]
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ import sys
 import pytest
 
 import dspark_attn_plugin
-from dspark_attn_plugin import patch, synthetic
+from dspark_attn_plugin import method_code, patch, synthetic
 from dspark_attn_plugin.warmup_shape import Verdict, classify_source
 
 import flashmla_variants as variants
@@ -98,11 +98,13 @@ def test_fixed_and_not_affected_code_is_left_alone(
         variants.extra_parameter, variants.renamed_parameter, variants.larger_gather,
         variants.steady_torch_check, variants.steady_super, variants.steady_mangled,
         variants.relative_import, variants.future_annotations, variants.reversed_assertion,
+        variants.annotated_inner_helper, variants.future_annotations_inner_helper,
     ],
     ids=[
         "extra-optional-parameter", "renamed-parameter-and-annotation", "other-sizing",
         "steady-torch-check", "steady-super", "steady-name-mangled",
         "relative-import", "future-annotations", "assertion-written-none-first",
+        "annotated-inner-helper", "future-annotations-inner-helper",
     ],
 )
 def test_fork_with_the_known_warmup_is_protected_and_patched(
@@ -134,10 +136,68 @@ def test_a_fork_under_future_annotations_keeps_them_strings_once_patched(
 
 @pytest.mark.parametrize(
     "derive",
+    [variants.annotated_inner_helper, variants.future_annotations_inner_helper],
+    ids=["annotated-inner-helper", "future-annotations-inner-helper"],
+)
+def test_the_patch_adds_nothing_to_the_method_but_its_swa_only_arm(
+        tmp_path, source, cpu_workspace, caplog, derive):
+    """The patched method is vLLM's, compiled as its module compiles it,
+    plus the edit: no constant of its own (annotations of an inner helper
+    stay objects or strings as the module says, whatever the plugin's own
+    module is compiled under), the same inner functions and global names,
+    and one new free variable: the note the SWA-only arm calls."""
+    import types
+
+    text = derive(source)
+    (tmp_path / "stock").mkdir()
+    stock = variants.load(text, tmp_path / "stock").DeepseekV4FlashMLAAttention.forward_mqa
+    patched, error = _runtime(tmp_path, text, caplog)
+    assert patched and error is None
+    now = sys.modules[variants.FLASHMLA_MODULE].DeepseekV4FlashMLAAttention.forward_mqa
+
+    def split(code):
+        inner = {c.co_name: c for c in code.co_consts if isinstance(c, types.CodeType)}
+        return inner, {repr(c) for c in code.co_consts if not isinstance(c, types.CodeType)}
+
+    (inner_now, consts_now), (inner_stock, consts_stock) = split(now.__code__), split(stock.__code__)
+    assert consts_now == consts_stock
+    assert set(inner_now) == set(inner_stock) >= {"_width"}
+    for name, code in inner_stock.items():
+        assert method_code.same_code(inner_now[name], code), name
+    assert set(now.__code__.co_names) == set(stock.__code__.co_names)
+    assert set(now.__code__.co_freevars) - set(stock.__code__.co_freevars) == {patch.NOTE_NAME}
+
+
+@pytest.mark.parametrize(
+    "derive, crash",
+    [(variants.nested_assertion_first, "assert self.topk_indices_buffer is not None"),
+     (variants.buffer_read_first, "_rows = self.topk_indices_buffer.shape[0]")],
+    ids=["assertion-nested-first", "buffer-read-first"],
+)
+def test_the_refusal_names_the_line_that_crashes_when_it_is_not_the_edit_s_statement(
+        tmp_path, source, cpu_workspace, caplog, derive, crash):
+    """The known assertion is there, but something before it crashes first:
+    status and the runtime's one WARNING name that line as the reason, and
+    the warmup still fails."""
+    text = derive(source)
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if t.strip() == crash)
+    why = f"line {line} is not `assert self.topk_indices_buffer is not None` directly in the warmup branch"
+    assert classify_source(text).crash_line == line
+    report = _status(tmp_path, text)
+    assert (report["verdict"], report["protected"], report["exit_code"]) == ("unknown", False, 2)
+    assert why in report["reason"], report["reason"]
+    patched, error = _runtime(tmp_path, text, caplog, errors=(AssertionError, AttributeError))
+    assert not patched and error is not None
+    warnings = _messages(caplog, "WARNING")
+    assert len(warnings) == 1 and why in warnings[0], warnings
+
+
+@pytest.mark.parametrize(
+    "derive",
     [variants.assert_in_helper_method, variants.validator_method, variants.assert_then_unseen_check,
-     variants.alias_assertion],
+     variants.alias_assertion, variants.alias_assertion_after_self],
     ids=["assert-in-helper", "validator-method-raises", "edited-method-still-unknown",
-         "assertion-through-an-alias"],
+         "assertion-through-an-alias", "assertion-through-an-alias-after-self"],
 )
 def test_affected_code_the_edit_does_not_fit_is_unknown_and_left_alone(
     tmp_path, source, cpu_workspace, caplog, derive

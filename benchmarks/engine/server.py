@@ -25,10 +25,21 @@ MODEL_NAME = "tiny-dsv4"
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
+_GIVEN: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
+    """A loopback port no one listens on now and that this process has not
+    handed out before. The kernel may give the same free port twice in a
+    row; two servers started together on one port would answer for each
+    other (the second dies on bind while the first answers its /health)."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind((HOST, 0))
+            port = s.getsockname()[1]
+        if port not in _GIVEN:
+            _GIVEN.add(port)
+            return port
 
 
 def serve_command(model_dir: Path, port: int, *, speculative: dict | None,
@@ -105,8 +116,12 @@ class Server:
                 return None
             try:
                 with _OPENER.open(self._url("/health"), timeout=5) as r:
-                    if r.status == 200:
-                        return time.monotonic() - self.started_at
+                    ok = r.status == 200
+                # A 200 counts only while our process still runs: another
+                # process may hold the port after ours failed to bind it.
+                if ok and self.proc.poll() is None:
+                    return time.monotonic() - self.started_at
+                if not ok:
                     self.last_health_error = f"HTTP {r.status}"
             except (urllib.error.URLError, OSError) as exc:
                 self.last_health_error = repr(exc)

@@ -42,9 +42,10 @@ def _futures(tree: ast.Module) -> list[ast.stmt]:
 
 
 def _module_imports(tree: ast.Module) -> list[ast.stmt]:
-    """The module scope's import statements (at any depth of its ``if`` and
-    ``try`` blocks, not inside functions or classes). The compiler reads
-    them: a call on an imported module's attribute (``torch._check(...)``)
+    """The module scope's import statements (at any depth of its ``if``,
+    ``try`` (its ``except`` arms too), ``with`` and ``match`` blocks, not
+    inside functions or classes). The compiler of CPython 3.12+ reads them:
+    a call on an imported module's attribute (``torch._check(...)``)
     compiles to a plain attribute load, other calls to a method call."""
     found = []
     todo = [n for n in tree.body if not (isinstance(n, ast.ImportFrom) and n.module == "__future__")]
@@ -53,7 +54,8 @@ def _module_imports(tree: ast.Module) -> list[ast.stmt]:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             found.append(node)
         elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            todo.extend(n for n in ast.iter_child_nodes(node) if isinstance(n, ast.stmt))
+            todo.extend(n for n in ast.iter_child_nodes(node)
+                        if isinstance(n, (ast.stmt, ast.excepthandler, ast.match_case)))
     return found
 
 
