@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import textwrap
 
+import pytest
+
 import mutation_score as ms
 
 SOURCE = textwrap.dedent('''\
@@ -49,11 +51,16 @@ def test_line_numbers_follow_the_source_across_edits():
     assert ms._line_translation(new, old) == {1: 1, 3: 2, 4: 3}
 
 
-def test_a_mutant_runs_the_tests_of_its_lines_else_of_its_function(tmp_path, monkeypatch):
+@pytest.fixture
+def pristine_m(tmp_path, monkeypatch):
+    """The tool's pristine copy of the package: one module, ``m.py``, of SOURCE."""
     pristine = tmp_path / "pristine"
     (pristine / "dspark_attn_plugin").mkdir(parents=True)
     (pristine / "dspark_attn_plugin" / "m.py").write_text(SOURCE)
     monkeypatch.setattr(ms, "PRISTINE", pristine)
+
+
+def test_a_mutant_runs_the_tests_of_its_lines_else_of_its_function(pristine_m):
     mapping = {
         "sources": {"m.py": SOURCE},
         "tests": {"k1": {"nodeid": "t.py::slow", "seconds": 2.0},
@@ -68,13 +75,9 @@ def test_a_mutant_runs_the_tests_of_its_lines_else_of_its_function(tmp_path, mon
     assert ms._test_files(mapping, "m.py") == ["u.py", "t.py"]  # the fastest file first
 
 
-def test_a_test_that_ran_the_plugin_unseen_runs_against_every_mutant(tmp_path, monkeypatch):
+def test_a_test_that_ran_the_plugin_unseen_runs_against_every_mutant(pristine_m):
     """A test the map marked unseen (it ran the plugin in a process coverage
     did not follow) is in every mutant's selection, of every module."""
-    pristine = tmp_path / "pristine"
-    (pristine / "dspark_attn_plugin").mkdir(parents=True)
-    (pristine / "dspark_attn_plugin" / "m.py").write_text(SOURCE)
-    monkeypatch.setattr(ms, "PRISTINE", pristine)
     mapping = {
         "sources": {"m.py": SOURCE},
         "tests": {"k1": {"nodeid": "t.py::fast", "seconds": 0.1},
