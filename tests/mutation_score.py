@@ -157,13 +157,44 @@ del _mutation_map_unseen
 '''
 
 
+def _suite_files() -> dict[str, str]:
+    """Every file of tests/ (helpers and conftest too), by its hash."""
+    return {str(p.relative_to(ROOT)): hashlib.sha256(p.read_bytes()).hexdigest()[:16]
+            for p in sorted((ROOT / "tests").rglob("*.py")) if "__pycache__" not in p.parts}
+
+
+def stale_test_files(mapping: dict) -> tuple[list[str], list[str]]:
+    """(test files to measure again, other changed files) since ``mapping``
+    was made: a changed or new ``test_*.py`` is measured again on its own;
+    any other change under tests/ (a helper, conftest) may move any test."""
+    before, now = mapping.get("test_files"), _suite_files()
+    if before is None:  # a map made before files were recorded
+        return [], sorted(now)
+    changed = sorted(f for f in set(now) | set(before) if now.get(f) != before.get(f))
+    again = [f for f in changed if Path(f).name.startswith("test_") and f in now
+             and f not in NOT_THE_COPY]
+    return again, [f for f in changed if f not in again and f not in NOT_THE_COPY]
+
+
 def build_map(python: str, tests: list[str] | None = None) -> Path:
     """Measure ``tests`` (all offline tests when None: a new map; else added
-    to the map there is, their lines put in its numbering)."""
+    to the map there is, their lines put in its numbering). A map whose
+    test files changed since it was made is brought up to date first."""
     if tests is None and MAP.exists():
-        print(f"map: {MAP} (made {json.loads(MAP.read_text())['made']}; "
-              "`mutation_score.py map --new` makes it again)", flush=True)
-        return MAP
+        mapping = json.loads(MAP.read_text())
+        again, other = stale_test_files(mapping)
+        if other:
+            print(f"map: made {mapping['made']}, before changes to {', '.join(other[:5])}"
+                  f"{' ...' if len(other) > 5 else ''}: made again", flush=True)
+            MAP.unlink()
+        elif again:
+            print(f"map: {', '.join(again)} changed since {mapping['made']}: measured again",
+                  flush=True)
+            return build_map(python, again)
+        else:
+            print(f"map: {MAP} (made {mapping['made']}; "
+                  "`mutation_score.py map --new` makes it again)", flush=True)
+            return MAP
     measured_on = WORK / "measured"
     _fresh_copy(measured_on)
     data = WORK / "coverage"
@@ -193,11 +224,12 @@ def build_map(python: str, tests: list[str] | None = None) -> Path:
     if tests is None:
         mapping = {"made": datetime.datetime.now().isoformat(timespec="seconds"),
                    "seconds": round(time.monotonic() - started), "sources": sources,
-                   "tests": found_tests, "unseen": unseen,
+                   "tests": found_tests, "unseen": unseen, "test_files": _suite_files(),
                    "lines": {rel: {ln: sorted(ks) for ln, ks in per.items()}
                              for rel, per in found_lines.items()}}
     else:
         mapping = json.loads(MAP.read_text(encoding="utf-8"))
+        _forget_files(mapping, [t for t in tests if "::" not in t])
         mapping["tests"].update(found_tests)
         mapping["unseen"] = sorted(set(mapping.get("unseen", [])) | set(unseen))
         for rel, per in found_lines.items():
@@ -211,11 +243,29 @@ def build_map(python: str, tests: list[str] | None = None) -> Path:
                     lines[str(old)] = sorted(set(lines.get(str(old), [])) | ks)
         mapping.setdefault("added", []).append(
             {"tests": tests, "at": datetime.datetime.now().isoformat(timespec="seconds")})
+        files = _suite_files()
+        recorded = mapping.setdefault("test_files", {})
+        for t in tests:
+            name = t.split("::")[0]
+            if "::" not in t and name in files:
+                recorded[name] = files[name]
     MAP.write_text(json.dumps(mapping), encoding="utf-8")
     print(f"map: {len(found_tests)} tests measured in {round(time.monotonic() - started)} s "
           f"({len(unseen)} ran the plugin where coverage could not follow), "
           f"{len(mapping['tests'])} in {MAP}", flush=True)
     return MAP
+
+
+def _forget_files(mapping: dict, files: list[str]) -> None:
+    """Drop the tests of ``files`` from ``mapping`` (before they are measured
+    again): a test renamed or removed there must not stay selected."""
+    gone = {k for k, t in mapping["tests"].items() if t["nodeid"].split("::")[0] in files}
+    for k in gone:
+        del mapping["tests"][k]
+    for per in mapping["lines"].values():
+        for ln in list(per):
+            per[ln] = [k for k in per[ln] if k not in gone]
+    mapping["unseen"] = [k for k in mapping.get("unseen", []) if k not in gone]
 
 
 def _read_coverage(data: Path, measured_on: Path) -> tuple[dict, dict]:

@@ -162,3 +162,31 @@ def test_a_session_begun_by_another_worker_mutates_this_workers_copy(tmp_path):
     ms._point_at(session, here)
     with sqlite3.connect(session) as db:
         assert db.execute("SELECT DISTINCT module_path FROM mutation_specs").fetchall() == [(str(here),)]
+
+
+def test_a_map_older_than_a_test_file_is_brought_up_to_date(tmp_path, monkeypatch):
+    """A changed or new test_*.py is measured again (its old entries
+    dropped); a change to any other file of tests/ makes a new map; the
+    engine harness's files, never measured, change nothing."""
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    for name, text in (("test_a.py", "a"), ("test_b.py", "b"), ("helpers.py", "h"),
+                       ("test_engine_harness.py", "e")):
+        (tests / name).write_text(text)
+    monkeypatch.setattr(ms, "ROOT", tmp_path)
+    mapping = {"test_files": ms._suite_files()}
+    assert ms.stale_test_files(mapping) == ([], [])
+    (tests / "test_a.py").write_text("a2")
+    (tests / "test_c.py").write_text("c")
+    (tests / "test_engine_harness.py").write_text("e2")
+    assert ms.stale_test_files(mapping) == (["tests/test_a.py", "tests/test_c.py"], [])
+    (tests / "helpers.py").write_text("h2")
+    assert ms.stale_test_files(mapping)[1] == ["tests/helpers.py"]
+    assert ms.stale_test_files({})[1] == sorted(ms._suite_files())  # a map that never recorded them
+
+    mapping = {"tests": {"k1": {"nodeid": "tests/test_a.py::x", "seconds": 1},
+                         "k2": {"nodeid": "tests/test_b.py::y", "seconds": 1}},
+               "lines": {"m.py": {"3": ["k1", "k2"]}}, "unseen": ["k1"]}
+    ms._forget_files(mapping, ["tests/test_a.py"])
+    assert mapping == {"tests": {"k2": {"nodeid": "tests/test_b.py::y", "seconds": 1}},
+                       "lines": {"m.py": {"3": ["k2"]}}, "unseen": []}
