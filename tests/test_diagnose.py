@@ -97,6 +97,16 @@ EXPECTED = {
     "engine-e2e-2026-12-02/run-L-dspark-released.log": 2,
     "engine-e2e-2026-12-02/run-L-dspark-released-b.log": 2,
     "engine-e2e-2026-12-02/run-L-dspark-standin-plugin.log": 0,
+    # Runs M (DSpark) and N (target, no speculative decoding), 2026-12-03:
+    # the servers without the plugin are not shown protected; the stand-in
+    # with it is, rescued in M (the drafter's SWA-only layer) and not in N
+    # (no drafter: every layer has its buffer).
+    "engine-e2e-2026-12-03/run-M-dspark-released.log": 2,
+    "engine-e2e-2026-12-03/run-M-dspark-released-b.log": 2,
+    "engine-e2e-2026-12-03/run-M-dspark-standin-plugin.log": 0,
+    "engine-e2e-2026-12-03/run-N-target-stock.log": 2,
+    "engine-e2e-2026-12-03/run-N-target-stock-b.log": 2,
+    "engine-e2e-2026-12-03/run-N-target-plugin.log": 0,
 }
 
 
