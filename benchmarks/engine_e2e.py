@@ -117,7 +117,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--evidence-client", choices=("bench-serve", "completions"),
                         default=harness.Settings.evidence_client,
                         help="each timed round of --evidence: `vllm bench serve` (random "
-                        "prompts, fixed seed per round, --ignore-eos; default) or one batched "
+                        "prompts, one fixed seed for every round, --ignore-eos, servers without "
+                        "prefix caching; default) or one batched "
                         "completions request")
     parser.add_argument("--evidence-input-len", type=int,
                         default=harness.Settings.evidence_input_len,

@@ -179,6 +179,30 @@ def future_annotations_inner_helper(source: str) -> str:
     return future_annotations(annotated_inner_helper(source))
 
 
+def far_down(source: str) -> str:
+    """A longer module: the warmup's assertion past line 256 (line numbers
+    there are no longer Python's cached small ints)."""
+    return "# a fork's notes\n" * 300 + source
+
+
+def code_after_the_method(source: str) -> str:
+    """A fork that adds a method after ``forward_mqa`` and a module function
+    after the class, named to sort after both."""
+    head, sep, tail = source.partition("    def forward_mqa(")
+    assert sep, "expected forward_mqa in vLLM's flashmla.py"
+    after = tail.index("\n    def ") + 1
+    tail = (tail[:after] + "    def warm_extra(self) -> None:\n        return None\n\n"
+            + tail[after:])
+    return head + sep + tail + "\n\ndef zz_after_the_class() -> None:\n    return None\n"
+
+
+def double_assertion(source: str) -> str:
+    """The warmup asserts the buffer twice: with the known assertion made
+    conditional, the second still stops an SWA-only layer."""
+    return _replace_once(source, WARMUP_ASSERT,
+                         "            assert self.topk_indices_buffer is not None\n" + WARMUP_ASSERT)
+
+
 def reversed_assertion(source: str) -> str:
     """The warmup's assertion written the other way round:
     ``assert None is not self.topk_indices_buffer``."""

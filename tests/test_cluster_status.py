@@ -96,3 +96,248 @@ def test_a_node_with_another_plugin_version_switched_off_is_unprotected(snap, se
     node = cluster_status.judge_node(older, here, "n", "ip")
     assert node.exit_code == status.EXIT_UNPROTECTED, node
     assert node.status["protected"] is False
+
+
+# --- what each node's line and the cluster's summary say -------------------------
+
+
+def _cluster(nodes, dead=()):
+    code = cluster_status.worst([n.exit_code for n in nodes])
+    return cluster_status.ClusterStatus("h:6379", nodes, list(dead), code,
+                                        cluster_status._summary(nodes, code))
+
+
+def test_the_summary_counts_every_kind_of_node_and_render_lists_nodes_after_a_failed_one(snap):
+    failed = cluster_status.NodeStatus("c", "10.0.0.3", status.EXIT_ERROR,
+                                       error="did not answer within 120 s")
+    nodes = [cluster_status.judge_node(snap, {}, "a", "10.0.0.1"),
+             cluster_status.judge_node(snap, {}, "a2", "10.0.0.2"),
+             failed,
+             cluster_status.judge_node(dict(snap, settings={"DSPARK_ATTN_PLUGIN": "off"}),
+                                       {}, "d", "10.0.0.4"),
+             cluster_status.judge_node(dict(snap, plugin_version="0.1.0"), {}, "e", "10.0.0.5"),
+             cluster_status.judge_node(dict(snap, plugin_version="0.1.0"), {}, "f", "10.0.0.6")]
+    result = _cluster(nodes)
+    assert result.summary == ("a node runs an affected vLLM unprotected: 6 node(s), 2 safe, "
+                              "1 unprotected, 3 cannot be judged")
+    lines = cluster_status.render(result).splitlines()
+    assert lines[3] == "  10.0.0.3        exit 2  error: did not answer within 120 s"
+    # The nodes after the failed one are listed too, each once.
+    for ip in ("10.0.0.4", "10.0.0.5", "10.0.0.6"):
+        assert sum(line.startswith(f"  {ip} ") for line in lines) == 1, lines
+    assert "plugin loads: yes (entry point registered, VLLM_PLUGINS unset)" in lines[1]
+    bare = dict(snap, entry_points=[], plugin_version=None)
+    text = cluster_status.render(_cluster([cluster_status.judge_node(bare, {}, "g", "10.0.0.7")]))
+    assert "plugin loads: no (no 'dspark_attn_plugin' entry point in vllm.general_plugins)" in text
+
+
+def test_a_safe_cluster_says_so_and_gives_no_advice(snap):
+    nodes = [cluster_status.judge_node(snap, {}, "a", "10.0.0.1")]
+    text = cluster_status.render(_cluster(nodes))
+    assert text.splitlines()[-1] == ("cluster: every node is safe: 1 node(s), 1 safe, "
+                                     "0 unprotected, 0 cannot be judged (exit 0)")
+    assert nodes[0].status["advice"] not in text
+
+
+@pytest.mark.parametrize("theirs", ["0.1.0", "99.0.0", None], ids=["older", "newer", "no-plugin"])
+def test_a_fixed_vllm_is_safe_whatever_plugin_the_node_has(snap, theirs):
+    import flashmla_variants as fv
+
+    fixed = dict(snap, flashmla_source=fv.upstream_fix(snap["flashmla_source"]),
+                 plugin_version=theirs)
+    node = cluster_status.judge_node(fixed, {}, "n", "ip")
+    assert node.exit_code == status.EXIT_SAFE and node.status["verdict"] == "fixed"
+    assert node.status["advice"] == status.judge(fixed).advice
+
+
+def test_a_newer_plugin_on_the_node_cannot_be_promised_for(snap):
+    node = cluster_status.judge_node(dict(snap, plugin_version="99.0.0"), {}, "n", "ip")
+    assert node.exit_code == status.EXIT_ERROR and node.status["protected"] is None
+    assert "dspark-attn-plugin 99.0.0" in node.status["advice"]
+
+
+@pytest.mark.parametrize("change", ["switched-off", "no-vllm", "no-version-metadata", "fixed"])
+def test_the_install_advice_is_only_for_an_affected_node_without_the_plugin(snap, change):
+    import flashmla_variants as fv
+
+    bare = dict(snap, entry_points=[], plugin_version=None)
+    node_snap = {
+        # Installed, but off: its remedy is to switch it on, not to install it.
+        "switched-off": dict(snap, settings={"DSPARK_ATTN_PLUGIN": "off"}),
+        "no-vllm": dict(bare, vllm_path=None, vllm_version=None, flashmla_source=None),
+        # Registered, but without a version in its metadata.
+        "no-version-metadata": dict(snap, plugin_version=None),
+        "fixed": dict(bare, flashmla_source=fv.upstream_fix(snap["flashmla_source"])),
+    }[change]
+    node = cluster_status.judge_node(node_snap, {}, "n", "ip")
+    assert "install its wheel" not in node.status["advice"]
+    assert node.status["advice"] == status.judge(node_snap).advice
+
+
+# --- reaching the cluster ----------------------------------------------------------
+
+
+@pytest.fixture
+def ray_tmp(monkeypatch):
+    """A short folder of Ray's own: its socket paths must fit 107 bytes."""
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="dspark-ray-")
+    monkeypatch.setenv("RAY_TMPDIR", folder)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_closed_port_is_no_cluster_named_by_its_address(ray_tmp):
+    port = _closed_port()
+    with pytest.raises(cluster_status.ClusterError) as err:
+        cluster_status.collect(f"127.0.0.1:{port}", environ={})
+    assert str(err.value) == f"no Ray cluster answers at 127.0.0.1:{port}"
+
+
+def test_a_ray_client_address_is_checked_at_its_host_and_port(ray_tmp):
+    """``ray://host:port`` (Ray Client): nothing listening there is said at
+    once; a port that listens is left to Ray."""
+    import socket
+
+    port = _closed_port()
+    with pytest.raises(cluster_status.ClusterError) as err:
+        cluster_status.collect(f"ray://127.0.0.1:{port}", environ={})
+    assert str(err.value) == f"no Ray cluster answers at ray://127.0.0.1:{port}"
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        open_port = listening.getsockname()[1]
+        assert cluster_status._reachable(f"ray://127.0.0.1:{open_port}")
+        assert cluster_status._reachable(f"127.0.0.1:{open_port}")
+        assert not cluster_status._reachable(f"127.0.0.1:{port}")
+    with socket.socket(socket.AF_INET6) as listening:
+        listening.bind(("::1", 0))
+        listening.listen()
+        assert cluster_status._reachable(f"[::1]:{listening.getsockname()[1]}")
+
+
+def test_without_an_address_ray_address_is_used(ray_tmp):
+    port = _closed_port()
+    with pytest.raises(cluster_status.ClusterError) as err:
+        cluster_status.collect(None, environ={"RAY_ADDRESS": f"127.0.0.1:{port}"})
+    assert str(err.value) == f"no Ray cluster answers at 127.0.0.1:{port}"
+
+
+def test_an_address_that_is_not_host_and_port_is_left_to_ray(ray_tmp):
+    with pytest.raises(cluster_status.ClusterError) as err:
+        cluster_status.collect("nohost", environ={})
+    assert str(err.value).startswith("no Ray cluster answers at nohost: ")
+    assert "Port is not specified" in str(err.value)
+
+
+def test_auto_without_a_cluster_says_ray_found_none(ray_tmp):
+    with pytest.raises(cluster_status.ClusterError) as err:
+        cluster_status.collect(None, environ={})
+    assert str(err.value).startswith("no Ray cluster answers at auto: ")
+    assert "Could not find any running Ray instance" in str(err.value)
+
+
+def test_without_ray_it_says_what_to_install(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(cluster_status.ClusterError) as err:
+        cluster_status.collect("127.0.0.1:1", environ={})
+    assert str(err.value).startswith("status --ray needs Ray in this Python")
+
+
+def test_one_real_node_is_asked_and_judged_as_this_machine(ray_tmp):
+    """A real one-node Ray with no CPU to give: the task asks for none, so
+    it runs; the node is alive, judged as ``status`` judges this machine."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    ray.init(num_cpus=0, _temp_dir=ray_tmp, include_dashboard=False)
+    try:
+        result = cluster_status._ask_nodes(ray, NodeAffinitySchedulingStrategy, "local", {},
+                                           timeout=30)
+    finally:
+        ray.shutdown()
+    assert len(result.nodes) == 1 and result.dead_nodes == []
+    node = result.nodes[0]
+    assert node.error is None and node.exit_code == status.EXIT_SAFE
+    assert node.status == status.collect({}).to_dict()
+    assert result.exit_code == status.EXIT_SAFE
+
+
+class _TwoNodeRay:
+    """The few calls of Ray's API that ``_ask_nodes`` makes, over three alive
+    nodes and a dead one: the first does not answer in time, the second's
+    task fails, the third answers with this machine's snapshot. (The real
+    clusters: the test above and tests/test_ray_cluster.py; Ray cannot make
+    a node hang or fail on cue.)"""
+
+    class cloudpickle:
+        @staticmethod
+        def register_pickle_by_value(module):
+            pass
+
+    def __init__(self, snap):
+        self.snap, self.cancelled = snap, []
+
+    def nodes(self):
+        return [{"NodeID": "slow", "NodeManagerAddress": "10.0.0.1", "Alive": True},
+                {"NodeID": "fails", "NodeManagerAddress": "10.0.0.2", "Alive": True},
+                {"NodeID": "dead", "NodeManagerAddress": "10.0.0.9", "Alive": False},
+                {"NodeID": "fine", "NodeManagerAddress": "10.0.0.3", "Alive": True}]
+
+    def remote(self, **options):
+        fake = self
+
+        class Task:
+            def options(self, scheduling_strategy):
+                node = scheduling_strategy.node_id
+
+                class Bound:
+                    def remote(self, *args):
+                        return node
+                return Bound()
+
+        assert options == {"num_cpus": 0, "max_retries": 0}
+        return lambda function: Task()
+
+    def wait(self, refs, num_returns, timeout):
+        assert num_returns == len(refs) == 3
+        return [r for r in refs if r != "slow"], [r for r in refs if r == "slow"]
+
+    def get(self, ref):
+        if ref == "fails":
+            raise RuntimeError("worker died")
+        return self.snap
+
+    def cancel(self, ref, force):
+        self.cancelled.append((ref, force))
+
+
+class _Affinity:
+    def __init__(self, node_id, soft):
+        assert soft is False
+        self.node_id = node_id
+
+
+def test_every_alive_node_is_reported_whatever_happened_on_the_one_before(snap):
+    ray = _TwoNodeRay(snap)
+    result = cluster_status._ask_nodes(ray, _Affinity, "h:6379", {}, timeout=7)
+    by_ip = {n.ip: n for n in result.nodes}
+    assert sorted(by_ip) == ["10.0.0.1", "10.0.0.2", "10.0.0.3"]
+    assert by_ip["10.0.0.1"].error == "did not answer within 7 s"
+    assert by_ip["10.0.0.2"].error == "the check failed there: worker died"
+    assert by_ip["10.0.0.3"].exit_code == status.EXIT_SAFE and by_ip["10.0.0.3"].error is None
+    assert ray.cancelled == [("slow", True)]
+    assert result.dead_nodes == ["10.0.0.9"] and result.exit_code == status.EXIT_ERROR

@@ -619,9 +619,12 @@ def test_the_logprobs_differ_and_the_report_says_where(tmp_path, fake_servers, m
 
 
 def test_bench_serve_rounds_feed_the_intervals(tmp_path, fake_servers, monkeypatch):
-    """Each round runs `vllm bench serve` once per server (the same seed for
-    every server of a round), its TPOT read beside the server's histogram;
-    warm-up repeats until a round shows no kernel compiled."""
+    """Each round runs `vllm bench serve` once per server, every round and
+    warm-up with the same seed (the same prompts, so the same steps the
+    warm-up compiled for) on servers without prefix caching (a repeated
+    prompt is prefilled in full), its TPOT read beside the server's
+    histogram; warm-up ends after two rounds in a row with no kernel
+    compiled."""
     calls = []
     tpot = {"stock": 20.0, "plugin": 20.2, "stock-b": 19.9}
 
@@ -641,9 +644,13 @@ def test_bench_serve_rounds_feed_the_intervals(tmp_path, fake_servers, monkeypat
                                               "http://127.0.0.1:PORT")
     out = result["phases"]["target"]
     for name in tpot:
-        assert len(out["servers"][name]["warmup"]) == 1 and out["servers"][name]["warmup"][0]["jit"] == []
-    # 3 servers x (1 warm-up + 4 rounds); in each round every server got one seed.
-    assert len(calls) == 3 * 5
+        assert [t["jit"] for t in out["servers"][name]["warmup"]] == [[], []]
+    # 3 servers x (2 warm-up + 4 rounds), every one with the one seed.
+    assert len(calls) == 3 * 6
+    assert {seed for _, seed in calls} == {evidence.BENCH_SEED}
+    assert result["workload"]["bench_seed"] == evidence.BENCH_SEED
+    assert len(fake_servers) == 3 and all(c["prefix_caching"] is False for c in fake_servers)
+    assert result["workload"]["prefix_caching"] is False
     for r in out["rounds"]:
         seeds = {calls_seed for calls_seed in [r[n]["mean_tpot_ms"] for n in tpot]}
         assert len(seeds) == 1
@@ -718,7 +725,42 @@ def test_warm_up_repeats_while_kernels_compile(tmp_path, monkeypatch):
     monkeypatch.setattr(evidence.bench_serve, "run", fake_run)
     tries = evidence._warm_up(FakeServer(), {"log": str(log)}, harness.Layout(tmp_path / "w"),
                               _settings(evidence_client="bench-serve"))
-    assert [bool(t["jit"]) for t in tries] == [True, True, False]
+    assert [bool(t["jit"]) for t in tries] == [True, True, False, False]
+
+
+def test_warm_up_counts_clean_rounds_in_a_row_and_gives_up_after_its_tries(tmp_path, monkeypatch):
+    """As on the H200: a round with no compile, then one that met new token
+    counts. Warm-up ends only after two clean rounds in a row; a server that
+    keeps compiling is warmed up at most WARMUP_TRIES times."""
+    log = tmp_path / "server.log"
+    log.write_text("")
+
+    class FakeServer:
+        port = 1
+
+        def metrics_text(self):
+            return ""
+
+    def run_with(pattern):
+        rounds = iter(pattern)
+
+        def fake_run(argv):
+            import time as _t
+            if next(rounds):
+                with open(log, "a") as fh:
+                    fh.write("(EngineCore pid=1) " + _t.strftime("%Y-%m-%d %H:%M:%S")
+                             + "  [TileLang:tilelang.jit.kernel:INFO] (kernel.py:141): TileLang "
+                             "begins to compile kernel `mhc_pre_big_fuse_with_norm_tilelang`\n")
+            _t.sleep(2.1)  # whole seconds in the log: the next round starts past it
+            return {"mean_tpot_ms": 10.0}, ""
+
+        monkeypatch.setattr(evidence.bench_serve, "run", fake_run)
+        return [bool(t["jit"]) for t in evidence._warm_up(
+            FakeServer(), {"log": str(log)}, harness.Layout(tmp_path / "w"),
+            _settings(evidence_client="bench-serve"))]
+
+    assert run_with([False, True, False, False, True]) == [False, True, False, False]
+    assert run_with([True] * 10) == [True] * evidence.WARMUP_TRIES
 
 
 def test_the_gpu_bound_config_keeps_every_constraint_of_the_tiny_one(tmp_path):

@@ -56,7 +56,9 @@ def test_allow_list_matches_whole_names(value, loads):
     assert status._plugin_load(env)[0] is loads
 
 
-@pytest.mark.parametrize("value", ["dspark_attn_plugin, other", " dspark_attn_plugin", "a,,b"])
+@pytest.mark.parametrize("value", ["dspark_attn_plugin, other", " dspark_attn_plugin", "a,,b",
+                                   "dspark_attn_plugin ", "other,dspark_attn_plugin\t",
+                                   "dspark_attn_plugin,"])
 def test_allow_list_with_blanks_or_empty_names_is_an_error(value):
     with pytest.raises(status.StatusError):
         status.parse_vllm_plugins({"VLLM_PLUGINS": value})
@@ -372,3 +374,22 @@ def test_an_edit_plan_from_the_cache_cannot_be_changed_by_one_caller_for_the_nex
     with pytest.raises(dataclasses.FrozenInstanceError):
         plan.edited = None
     assert plan.applies
+
+
+@pytest.mark.parametrize("derive, verdict", [
+    ("upstream_fix", Verdict.FIXED), ("without_buffer_use", Verdict.NOT_AFFECTED),
+    (lambda s: s + "\ndef broken(:\n", Verdict.UNKNOWN),
+], ids=["fixed", "not-affected", "does-not-parse"])
+def test_code_that_is_not_affected_gets_no_edit_and_nothing_to_refuse(flashmla, derive, verdict):
+    """Only affected code is planned: for the rest the plan is the verdict
+    alone (no edit, no refusal that a log or `status` could show), also for
+    a source that does not parse."""
+    import flashmla_variants as fv
+
+    from dspark_attn_plugin.warmup_edit import EditPlan, plan_edit
+
+    source = flashmla.__loader__.get_source(flashmla.__name__)
+    text = getattr(fv, derive)(source) if isinstance(derive, str) else derive(source)
+    plan = plan_edit(text)
+    assert plan.classification.verdict is verdict
+    assert plan == EditPlan(plan.classification)

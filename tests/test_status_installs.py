@@ -199,6 +199,8 @@ def test_only_flashmla_s_own_compiled_forms_stand_for_it(tmp_path):
     assert installation.compiled_forms(source) == sorted(str(folder / n) for n in own)
     verdict, reason = status._classify_file(str(tmp_path / "vllm"), source)
     assert verdict is Verdict.UNKNOWN and "without its source" in reason
+    # Every compiled form is named, in the order they were found.
+    assert "(only " + ", ".join(Path(f).name for f in installation.compiled_forms(source)) + ")" in reason
 
 
 def test_a_package_folder_that_can_be_read_but_not_entered_is_unknown(tmp_path, monkeypatch):

@@ -99,12 +99,14 @@ def test_fixed_and_not_affected_code_is_left_alone(
         variants.steady_torch_check, variants.steady_super, variants.steady_mangled,
         variants.relative_import, variants.future_annotations, variants.reversed_assertion,
         variants.annotated_inner_helper, variants.future_annotations_inner_helper,
+        variants.far_down, variants.code_after_the_method,
     ],
     ids=[
         "extra-optional-parameter", "renamed-parameter-and-annotation", "other-sizing",
         "steady-torch-check", "steady-super", "steady-name-mangled",
         "relative-import", "future-annotations", "assertion-written-none-first",
         "annotated-inner-helper", "future-annotations-inner-helper",
+        "assertion-past-line-256", "code-after-the-method-and-the-class",
     ],
 )
 def test_fork_with_the_known_warmup_is_protected_and_patched(
@@ -195,9 +197,10 @@ def test_the_refusal_names_the_line_that_crashes_when_it_is_not_the_edit_s_state
 @pytest.mark.parametrize(
     "derive",
     [variants.assert_in_helper_method, variants.validator_method, variants.assert_then_unseen_check,
-     variants.alias_assertion, variants.alias_assertion_after_self],
+     variants.alias_assertion, variants.alias_assertion_after_self, variants.double_assertion],
     ids=["assert-in-helper", "validator-method-raises", "edited-method-still-unknown",
-         "assertion-through-an-alias", "assertion-through-an-alias-after-self"],
+         "assertion-through-an-alias", "assertion-through-an-alias-after-self",
+         "assertion-twice"],
 )
 def test_affected_code_the_edit_does_not_fit_is_unknown_and_left_alone(
     tmp_path, source, cpu_workspace, caplog, derive

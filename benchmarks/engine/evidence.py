@@ -244,6 +244,8 @@ def run_evidence(layout, settings, save=lambda r: None) -> dict:
                      "kv_cache_memory_bytes": kv_bytes,
                      "client": settings.evidence_client,
                      "input_len": settings.evidence_input_len,
+                     "bench_seed": BENCH_SEED,
+                     "prefix_caching": settings.evidence_client != "bench-serve",
                      "waves": settings.evidence_waves,
                      "max_num_batched_tokens": settings.max_num_batched_tokens,
                      "top_logprobs": TOP_LOGPROBS},
@@ -252,7 +254,7 @@ def run_evidence(layout, settings, save=lambda r: None) -> dict:
     if settings.evidence_client == "bench-serve":
         # What a user types for one round against one server (PORT: its port).
         result["bench_command"] = bench_serve.shell_line(
-            _bench_argv("http://127.0.0.1:PORT", layout, settings, seed=0))
+            _bench_argv("http://127.0.0.1:PORT", layout, settings, seed=BENCH_SEED))
     for phase in settings.evidence_phases:
         result["phases"][phase] = {"servers": {}, "rounds": [], "tokens": {},
                                    "throughput": None, "server_tpot": None}
@@ -304,6 +306,9 @@ def _start_wave(group, wave: int, kv_bytes: int, layout, settings, result: dict,
             cudagraph_capture_sizes=settings.cudagraph_capture_sizes,
             kv_cache_memory_bytes=kv_bytes,
             max_num_batched_tokens=settings.max_num_batched_tokens,
+            # The same prompts every round (one seed): with prefix caching a
+            # round after the first would skip its prefill.
+            prefix_caching=settings.evidence_client != "bench-serve",
         )
         env = server_env(standin, plugin, False, layout)
         log_path = layout.logs / f"evidence-{phase}-{name}.log"
@@ -328,7 +333,15 @@ def _start_wave(group, wave: int, kv_bytes: int, layout, settings, result: dict,
     return all(s["healthy"] for s in starts)
 
 
-WARMUP_TRIES = 4
+# Warm-up ends after WARMUP_CLEAN rounds in a row with no kernel compiled
+# (one is not enough: on one H200, TileLang's prefill kernels are built per
+# token count, and a round after a clean one still met new counts), or after
+# WARMUP_TRIES rounds.
+WARMUP_TRIES, WARMUP_CLEAN = 6, 2
+# Every round of `vllm bench serve`, warm-up and timed, sends the same random
+# prompts (this seed): the rounds run the same steps, with the same token
+# counts, that the warm-up compiled kernels for.
+BENCH_SEED = 0
 
 
 def _collect_outputs(phase: str, out: dict, servers: dict, prompts, settings,
@@ -336,8 +349,8 @@ def _collect_outputs(phase: str, out: dict, servers: dict, prompts, settings,
     """Untimed: each server's outputs of the fixed prompts, compared, and
     warm-up at the workload itself (its shapes' kernels compiled before the
     rounds): with ``vllm bench serve``, rounds of it until one runs with no
-    kernel compiled or first loaded in that server's log (at most
-    ``WARMUP_TRIES``); else one batch."""
+    kernel compiled or first loaded in that server's log ``WARMUP_CLEAN``
+    times in a row (at most ``WARMUP_TRIES``); else one batch."""
     base, other, control = (m[0] for m in PHASES[phase][1])
     for name in (base, other, control):
         out["servers"][name].update(_outputs(servers[(phase, name)], settings))
@@ -387,17 +400,17 @@ def _bench_round(server, layout, settings, seed: int) -> dict:
 
 
 def _warm_up(server, side: dict, layout, settings) -> list[dict]:
-    """Rounds of the workload until one shows no kernel compiled or first
-    loaded in the server's log while it ran."""
+    """Rounds of the workload until ``WARMUP_CLEAN`` in a row show no
+    kernel compiled or first loaded in the server's log while they ran."""
     tries = []
-    for k in range(WARMUP_TRIES):
-        one = _bench_round(server, layout, settings, seed=10_000 + k)
+    for _ in range(WARMUP_TRIES):
+        one = _bench_round(server, layout, settings, seed=BENCH_SEED)
         text = Path(side["log"]).read_text(encoding="utf-8", errors="replace")
         year = datetime.datetime.fromtimestamp(one["began_unix"]).year
         jit = jit_log.during(jit_log.events(text, year), one["began_unix"], one["ended_unix"])
         tries.append({"seconds": one["seconds"], "mean_tpot_ms": one.get("mean_tpot_ms"),
                       "jit": jit})
-        if not jit:
+        if len(tries) >= WARMUP_CLEAN and not any(t["jit"] for t in tries[-WARMUP_CLEAN:]):
             break
     return tries
 
@@ -410,14 +423,17 @@ def _run_rounds(phases: list[str], result: dict, servers: dict, prompts, setting
     leaving time to stop every server."""
     last: dict = {}
     for round_no in range(settings.evidence_rounds):
+        if settings.evidence_seconds is not None:
+            # One decision for the round of every phase, so that a stop
+            # leaves each phase with as many rounds.
+            ends = (time.monotonic() + 1.25 * sum(last.get(p, 0.0) for p in phases)
+                    + STOP_MARGIN_S)
+            if ends > began + settings.evidence_seconds:
+                result["rounds_stopped"] = (
+                    f"after {round_no} round(s) of {settings.evidence_rounds} per phase: "
+                    f"another would end past --evidence-seconds {settings.evidence_seconds:g}")
+                return
         for phase in phases:
-            if settings.evidence_seconds is not None:
-                ends = time.monotonic() + 1.25 * last.get(phase, 0.0) + STOP_MARGIN_S
-                if ends > began + settings.evidence_seconds:
-                    result["rounds_stopped"] = (
-                        f"after {round_no} round(s) of {settings.evidence_rounds} per phase: "
-                        f"another would end past --evidence-seconds {settings.evidence_seconds:g}")
-                    return
             t0 = time.monotonic()
             _one_round(phase, result["phases"][phase], servers, prompts, settings, round_no,
                        layout)
@@ -432,8 +448,8 @@ def _one_round(phase: str, out: dict, servers: dict, prompts, settings, round_no
     for name in one["order"]:
         server = servers[(phase, name)]
         if settings.evidence_client == "bench-serve":
-            # The same seed for every server of a round: the same prompts.
-            one[name] = _bench_round(server, layout, settings, seed=round_no)
+            # The same prompts for every server and every round.
+            one[name] = _bench_round(server, layout, settings, seed=BENCH_SEED)
             continue
         before = metrics.histogram(server.metrics_text(), metrics.TPOT)
         began = time.time()

@@ -49,7 +49,8 @@ def serve_command(model_dir: Path, port: int, *, speculative: dict | None,
                   max_num_seqs: int = 16,
                   cudagraph_capture_sizes: tuple[int, ...] | None = None,
                   kv_cache_memory_bytes: int | None = None,
-                  max_num_batched_tokens: int | None = None) -> list[str]:
+                  max_num_batched_tokens: int | None = None,
+                  prefix_caching: bool = True) -> list[str]:
     """``vllm serve``, spelled through the module so that a ``--target``
     install without the console script works the same."""
     command = [
@@ -72,6 +73,8 @@ def serve_command(model_dir: Path, port: int, *, speculative: dict | None,
         command += ["--kv-cache-memory-bytes", str(kv_cache_memory_bytes)]
     if max_num_batched_tokens:  # else vLLM's default (8192 here)
         command += ["--max-num-batched-tokens", str(max_num_batched_tokens)]
+    if not prefix_caching:  # every round prefills its prompts in full
+        command.append("--no-enable-prefix-caching")
     if distributed_executor_backend:  # else vLLM's choice (mp on one node)
         command += ["--distributed-executor-backend", distributed_executor_backend]
     if speculative is not None:

@@ -106,9 +106,13 @@ def judge_node(snap: dict, here: dict, node_id: str, ip: str) -> NodeStatus:
 
 
 def _reachable(address: str) -> bool:
-    host, _, port = address.rpartition(":")
-    if not host or not port.isdigit():
-        return True  # not host:port (e.g. "auto", "ray://..."): let Ray say
+    """False only where nothing listens at the address's host and port (a
+    plain ``host:port``, or a Ray Client ``ray://host:port``)."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or "/" in host or not port.isdigit():
+        return True  # not host:port (e.g. "auto"): let Ray say
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]  # an IPv6 address
     try:
         with socket.create_connection((host, int(port)), timeout=5):
             return True

@@ -191,7 +191,8 @@ def _classify_snapshot(snap: dict) -> tuple[Verdict, str]:
         if compiled:
             return Verdict.UNKNOWN, (
                 f"{FLASHMLA_PATH} is installed without its source (only "
-                f"{os.path.basename(compiled[0])}): the plugin cannot read or patch it"
+                f"{', '.join(os.path.basename(c) for c in compiled)}): the plugin cannot "
+                "read or patch it"
             )
         if not snap["package_readable"]:
             return Verdict.UNKNOWN, f"cannot read {package_dir}"
