@@ -57,6 +57,12 @@ def classify_loaded(module: types.ModuleType) -> Classification:
     if source is None:
         return Classification(Verdict.UNKNOWN, f"no source for {module.__name__}")
     code = func.__code__
+    if not getattr(module, "__file__", None):
+        return Classification(
+            Verdict.UNKNOWN,
+            f"{module.__name__} has no __file__: where {METHOD_NAME}'s code comes from "
+            "cannot be checked",
+        )
     if not _same_file(code.co_filename, getattr(module, "__file__", None)):
         return Classification(
             Verdict.UNKNOWN,
@@ -93,6 +99,19 @@ def _code_at(module_code: types.CodeType, *names: str) -> types.CodeType | None:
             return None
         code = found[-1]
     return code
+
+
+def _member_code(module_code: types.CodeType, owner: str, name: str) -> types.CodeType | None:
+    """The code of the ``def`` of class ``owner`` that the class stores
+    under ``name`` (as stored, private names mangled). The def may spell it
+    either way (``def __helper`` or ``def _Owner__helper``): its code is
+    named as written."""
+    cls = _code_at(module_code, owner)
+    if cls is None:
+        return None
+    spellings = (name, unmangle(owner, name))
+    found = [c for c in cls.co_consts if isinstance(c, types.CodeType) and c.co_name in spellings]
+    return found[-1] if found else None
 
 
 def _class_constant(source: str, owner: str, name: str):
@@ -169,7 +188,7 @@ def check_assumptions(module: types.ModuleType, cls: type, source: str, filename
                 return f"{owner}.{name} is {obj!r}, not the constant {value!r} of its source"
             continue
         function = _function_of(obj)
-        expected = _code_at(compiled, owner, unmangle(owner, name))
+        expected = _member_code(compiled, owner, name)
         if function is None or expected is None or not method_code.same_code(
             function.__code__, expected
         ):
