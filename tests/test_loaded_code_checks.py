@@ -461,3 +461,15 @@ def test_loaded_code_compiles_without_warnings():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         compile(Path(path).read_text(), path, "exec", dont_inherit=True)
+
+
+def test_a_flashmla_py_that_no_longer_decodes_after_import_is_unknown_not_an_error(
+        stock, tmp_path):
+    """A byte that is not UTF-8 appended to the file after the import (a
+    bad copy, another encoding): its source cannot be read again, so the
+    verdict is unknown with the reason, not an exception."""
+    module = fork(stock, tmp_path)
+    assert_affected(module)
+    with open(module.__file__, "ab") as fh:
+        fh.write(b"# caf\xe9\n")
+    assert_unknown(module, f"cannot read the source of {module.__name__}", "codec can't decode")

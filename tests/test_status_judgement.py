@@ -113,3 +113,12 @@ def test_a_vllm_without_deepseek_v4_has_nothing_to_fix_whether_or_not_the_plugin
     st = status.judge(snap)
     assert (st.verdict, st.exit_code, st.protected) == ("absent", status.EXIT_SAFE, True)
     assert st.advice == "Nothing to fix on this vLLM."
+
+
+def test_a_switch_value_it_does_not_know_reads_as_auto_and_says_so(real):
+    """``DSPARK_ATTN_PLUGIN=on`` is not one of auto/off: the runtime warns
+    and runs as ``auto``, so an affected vLLM is protected, and `status`
+    says what it read."""
+    st = _judge(real, environ={"DSPARK_ATTN_PLUGIN": "on"})
+    assert (st.plugin_enabled, st.protected, st.exit_code) == (True, True, status.EXIT_SAFE)
+    assert "DSPARK_ATTN_PLUGIN='on' is not one of auto, off; using auto" in st.enabled_reason
