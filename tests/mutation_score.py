@@ -685,6 +685,18 @@ def _equivalents() -> list[dict]:
     return tomllib.loads(EQUIVALENTS.read_text(encoding="utf-8")).get("equivalent", [])
 
 
+def equivalent_reason(equivalents: list[dict], used: set, module: str, operator: str,
+                      text: str) -> str | None:
+    """The reason of the first listed equivalent for this survivor that no
+    other survivor took (two mutants of one operator on one line need two
+    entries), marking it taken; None where there is none left."""
+    for i, e in enumerate(equivalents):
+        if i not in used and (e["module"], e["operator"], e["text"]) == (module, operator, text):
+            used.add(i)
+            return e["reason"]
+    return None
+
+
 def _mutant_line(source_lines: list[str], row: int) -> str:
     return source_lines[row - 1].strip() if 0 < row <= len(source_lines) else ""
 
@@ -695,6 +707,7 @@ def report(modules: list[str]) -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     equivalents = _equivalents()
     used = set()
+    earlier: set = set()
     rows = []
     code = 0
     for module in modules:
@@ -704,6 +717,15 @@ def report(modules: list[str]) -> int:
             code = 1
             continue
         source = (PACKAGE / module).read_text(encoding="utf-8")
+        stamp = session.with_suffix(".source")
+        if stamp.exists() and stamp.read_text() != hashlib.sha256(source.encode()).hexdigest()[:16]:
+            # Its mutants' lines are an earlier file's: read against this one
+            # they would name the wrong lines.
+            print(f"{module}: scored on an earlier source; its results are kept as they were "
+                  f"(run it again)", flush=True)
+            earlier.add(module)
+            code = 1
+            continue
         source_lines = source.splitlines()
         records = {}
         jsonl = session.with_suffix(".jsonl")
@@ -734,9 +756,7 @@ def report(modules: list[str]) -> int:
                 entry = {"operator": m.operator_name, "occurrence": m.occurrence, "line": m.start_pos[0],
                          "text": line, "diff": rec.get("diff") or result.diff,
                          "tests": rec.get("tests"), "why": rec.get("why")}
-                reason = next((e["reason"] for i, e in enumerate(equivalents)
-                               if e["module"] == module and e["operator"] == m.operator_name
-                               and e["text"] == line and not used.add(i)), None)
+                reason = equivalent_reason(equivalents, used, module, m.operator_name, line)
                 if reason:
                     counts["equivalent (listed)"] += 1
                     entry["equivalent"] = reason
@@ -763,7 +783,8 @@ def report(modules: list[str]) -> int:
         print(f"| {module} | {c['mutants']} | {eq} | {c['killed'] + c['timed out']} ({c['timed out']}) | "
               f"{c['survived']} | {'%.1f %%' % (100 * score) if score is not None else '-'} | "
               f"{round(secs / 60) if secs else '-'} min |" + (f" ({c['not run']} not run)" if c["not run"] else ""))
-    stale = [e for i, e in enumerate(equivalents) if i not in used and e["module"] in modules]
+    stale = [e for i, e in enumerate(equivalents)
+             if i not in used and e["module"] in modules and e["module"] not in earlier]
     for e in stale:
         print(f"stale equivalent entry (no such survivor): {e['module']}: {e['text']!r} {e['operator']}")
     return code

@@ -190,3 +190,17 @@ def test_a_map_older_than_a_test_file_is_brought_up_to_date(tmp_path, monkeypatc
     ms._forget_files(mapping, ["tests/test_a.py"])
     assert mapping == {"tests": {"k2": {"nodeid": "tests/test_b.py::y", "seconds": 1}},
                        "lines": {"m.py": {"3": ["k2"]}}, "unseen": []}
+
+
+def test_each_listed_equivalent_stands_for_one_survivor():
+    """Two survivors of one operator on one line take the two entries that
+    list them, one each; a third finds none left (a survivor, not an
+    equivalent), and an entry no survivor took stays unused (stale)."""
+    entries = [{"module": "m.py", "operator": "op", "text": "x = 1", "reason": "first"},
+               {"module": "m.py", "operator": "other", "text": "x = 1", "reason": "unused"},
+               {"module": "m.py", "operator": "op", "text": "x = 1", "reason": "second"}]
+    used: set = set()
+    taken = [ms.equivalent_reason(entries, used, "m.py", "op", "x = 1") for _ in range(3)]
+    assert taken == ["first", "second", None]
+    assert used == {0, 2}
+    assert ms.equivalent_reason(entries, used, "n.py", "other", "x = 1") is None
