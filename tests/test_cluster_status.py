@@ -227,6 +227,38 @@ def test_a_ray_client_address_is_checked_at_its_host_and_port(ray_tmp):
         assert cluster_status._reachable(f"[::1]:{listening.getsockname()[1]}")
 
 
+@pytest.mark.parametrize("server", ["http", "silent"])
+def test_a_port_that_listens_but_is_not_ray_is_said_at_once(ray_tmp, server):
+    """The dashboard's port (a web server), or a listener that never
+    answers: Ray's own connect would wait there, then end the process
+    (exit 1, as if a node crashed). It is said within seconds instead."""
+    import http.server
+    import socket
+    import threading
+    import time
+
+    if server == "http":
+        httpd = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        port, stop = httpd.server_address[1], httpd.shutdown
+    else:
+        listening = socket.socket()
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        port, stop = listening.getsockname()[1], listening.close
+    began = time.monotonic()
+    try:
+        for address in (f"127.0.0.1:{port}", f"ray://127.0.0.1:{port}"):
+            with pytest.raises(cluster_status.ClusterError) as err:
+                cluster_status.collect(address, environ={})
+            assert str(err.value).startswith(
+                f"no Ray cluster answers at {address}: something listens there, but it does "
+                "not answer as Ray does (gRPC)")
+    finally:
+        stop()
+    assert time.monotonic() - began < 30
+
+
 def test_without_an_address_ray_address_is_used(ray_tmp):
     port = _closed_port()
     with pytest.raises(cluster_status.ClusterError) as err:
@@ -263,8 +295,11 @@ def test_one_real_node_is_asked_and_judged_as_this_machine(ray_tmp):
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    ray.init(num_cpus=0, _temp_dir=ray_tmp, include_dashboard=False)
+    context = ray.init(num_cpus=0, _temp_dir=ray_tmp, include_dashboard=False)
     try:
+        # Its GCS answers as Ray does: collect would go on to ray.init there.
+        gcs = context.address_info["gcs_address"]
+        assert cluster_status._reachable(gcs) and cluster_status._speaks_grpc(gcs)
         result = cluster_status._ask_nodes(ray, NodeAffinitySchedulingStrategy, "local", {},
                                            timeout=30)
     finally:

@@ -105,19 +105,57 @@ def judge_node(snap: dict, here: dict, node_id: str, ip: str) -> NodeStatus:
     return node
 
 
-def _reachable(address: str) -> bool:
-    """False only where nothing listens at the address's host and port (a
-    plain ``host:port``, or a Ray Client ``ray://host:port``)."""
+# What an HTTP/2 client sends first: the connection preface and an empty
+# SETTINGS frame. A gRPC server (Ray's GCS, the Ray Client server) answers
+# with a SETTINGS frame of its own.
+_HTTP2_HELLO = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+_SETTINGS = 4
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    """The host and port of a plain ``host:port`` or a Ray Client
+    ``ray://host:port``; None for anything else (``auto``)."""
     host, _, port = address.removeprefix("ray://").rpartition(":")
     if not host or "/" in host or not port.isdigit():
-        return True  # not host:port (e.g. "auto"): let Ray say
+        return None
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]  # an IPv6 address
+    return host, int(port)
+
+
+def _reachable(address: str) -> bool:
+    """False only where nothing listens at the address's host and port."""
+    where = _host_port(address)
+    if where is None:
+        return True  # not host:port: let Ray say
     try:
-        with socket.create_connection((host, int(port)), timeout=5):
+        with socket.create_connection(where, timeout=5):
             return True
     except OSError:
         return False
+
+
+def _speaks_grpc(address: str) -> bool:
+    """False where the port listens but does not answer as a gRPC server
+    (a web server, the dashboard): Ray's own connect would wait there and
+    then end the process. True where it answers, or cannot be asked this
+    way (not host:port; Ray with TLS, which it reads from this process's
+    environment)."""
+    where = _host_port(address)
+    if where is None or os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true"):
+        return True
+    head = b""
+    try:
+        with socket.create_connection(where, timeout=5) as conn:
+            conn.sendall(_HTTP2_HELLO)
+            while len(head) < 9:
+                chunk = conn.recv(9 - len(head))
+                if not chunk:
+                    break
+                head += chunk
+    except OSError:
+        return False
+    return len(head) == 9 and head[3] == _SETTINGS
 
 
 def collect(address: str | None = None, environ=os.environ,
@@ -136,6 +174,12 @@ def collect(address: str | None = None, environ=os.environ,
     address = address or environ.get("RAY_ADDRESS") or "auto"
     if not _reachable(address):
         raise ClusterError(f"no Ray cluster answers at {address}")
+    if not _speaks_grpc(address):
+        raise ClusterError(
+            f"no Ray cluster answers at {address}: something listens there, but it does not "
+            f"answer as Ray does (gRPC); give the head's GCS address (port 6379 by default) "
+            f"or ray://HOST:10001, not the dashboard's"
+        )
     try:
         ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
     except (ConnectionError, RuntimeError, ValueError) as exc:
