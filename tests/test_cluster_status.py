@@ -259,6 +259,36 @@ def test_a_port_that_listens_but_is_not_ray_is_said_at_once(ray_tmp, server):
     assert time.monotonic() - began < 30
 
 
+def test_a_grpc_greeting_that_comes_in_pieces_is_still_recognised():
+    """A server whose SETTINGS frame arrives in pieces (a slow link, a
+    proxy) answers as Ray does; one that answers HTTP/2 with another
+    frame first (GOAWAY) does not."""
+    import socket
+    import threading
+    import time
+
+    def serve(frame: bytes, listening: socket.socket) -> None:
+        conn, _ = listening.accept()
+        with conn:
+            conn.recv(64)
+            for piece in (frame[:1], frame[1:2], frame[2:]):  # then all the rest at once
+                conn.sendall(piece)
+                time.sleep(0.1)
+            time.sleep(0.5)
+
+    settings = bytes([0, 0, 6, 4, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 100])
+    goaway = bytes([0, 0, 8, 7, 0, 0, 0, 0, 0]) + bytes(8)
+    for frame, answers in ((settings, True), (goaway, False)):
+        with socket.socket() as listening:
+            listening.bind(("127.0.0.1", 0))
+            listening.listen()
+            server = threading.Thread(target=serve, args=(frame, listening), daemon=True)
+            server.start()
+            address = f"127.0.0.1:{listening.getsockname()[1]}"
+            assert cluster_status._speaks_grpc(address) is answers, frame
+            server.join(timeout=10)
+
+
 def test_without_an_address_ray_address_is_used(ray_tmp):
     port = _closed_port()
     with pytest.raises(cluster_status.ClusterError) as err:
