@@ -489,6 +489,17 @@ def test_a_fixed_kv_cache_reaches_the_case_servers_command(tmp_path):
     assert "--kv-cache-memory-bytes" not in harness.case_command(layout, harness.Settings(), 1)
 
 
+def test_prefix_caching_is_off_only_where_asked(tmp_path):
+    """`vllm serve`'s own flag (vLLM 0.26.0 and 0.27.1 both take
+    --no-enable-prefix-caching); left to vLLM's default otherwise."""
+    from engine.server import serve_command
+
+    common = dict(speculative=None, max_model_len=1024, gpu_memory_utilization=0.2)
+    off = serve_command(tmp_path, 1, prefix_caching=False, **common)
+    assert "--no-enable-prefix-caching" in off
+    assert not any("prefix-caching" in a for a in serve_command(tmp_path, 1, **common))
+
+
 def test_a_step_budget_reaches_every_servers_command(tmp_path, fake_servers):
     """--max-num-batched-tokens: in the case servers' command and in every
     evidence server's (the step budget that keeps each step at a captured
