@@ -432,24 +432,6 @@ def test_checking_the_same_module_again_does_not_compile_its_source_again(
     assert compiles.count(module.__file__) == 1, compiles
 
 
-def test_four_modules_checked_in_turn_are_each_compiled_once(stock, tmp_path, compiles):
-    modules = _forks(stock, tmp_path, 4)
-    compiles.clear()
-    for module in modules + modules:
-        assert_affected(module)
-    assert sorted(compiles) == sorted(m.__file__ for m in modules), compiles
-
-
-def test_the_compiled_sources_kept_are_at_most_four(stock, tmp_path, compiles):
-    """A fifth module's check lets go of the least recently checked one,
-    which is compiled again when checked again (memory stays bounded)."""
-    modules = _forks(stock, tmp_path, 5)
-    compiles.clear()
-    for module in modules + modules[:1]:
-        assert_affected(module)
-    assert compiles.count(modules[0].__file__) == 2, compiles
-
-
 # --- the plugin's own module --------------------------------------------------------------
 
 
