@@ -304,6 +304,12 @@ def test_an_address_that_is_not_host_and_port_is_left_to_ray(ray_tmp):
 
 
 def test_auto_without_a_cluster_says_ray_found_none(ray_tmp):
+    import psutil
+
+    # Ray's "auto" also finds a GCS of any cluster running on this machine
+    # (another test run's): then there is no "none" to see.
+    if any("gcs_server" in (p.info["name"] or "") for p in psutil.process_iter(["name"])):
+        pytest.skip("a Ray cluster runs on this machine: auto would find it")
     with pytest.raises(cluster_status.ClusterError) as err:
         cluster_status.collect(None, environ={})
     assert str(err.value).startswith("no Ray cluster answers at auto: ")
