@@ -389,9 +389,10 @@ def test_the_stopped_h200_evidence_run_compares_no_start_it_should_not():
 def test_a_batch_during_which_a_kernel_compiled_is_marked_and_left_out_of_the_clean_reading(
         tmp_path, fake_servers, monkeypatch):
     """The plugin's server logs a JIT compile during its fourth request (the
-    token batch, the warm-up, round 0, then round 1): round 1 is marked and
-    the readings without JIT rounds leave it out. Batches of 2.5 s: the
-    log's whole seconds cannot reach a neighbouring batch."""
+    token batch, the warm-up, round 0, then round 1): round 1 is marked,
+    counted and left out of the readings without JIT rounds, and one more
+    round runs, so that three are clean. Batches of 2.5 s: the log's whole
+    seconds cannot reach a neighbouring batch."""
     monkeypatch.setenv("FAKE_JIT_POST", "4")
     monkeypatch.setenv("FAKE_BATCH_S", "2.5")
     layout = harness.Layout(tmp_path / "work")
@@ -407,14 +408,15 @@ def test_a_batch_during_which_a_kernel_compiled_is_marked_and_left_out_of_the_cl
     windows = [(r["plugin"]["began_unix"], r["plugin"]["ended_unix"]) for r in out["rounds"]]
     assert marks == [{"stock": [], "plugin": [], "stock-b": []},
                      {"stock": [], "plugin": ["fake_kernel"], "stock-b": []},
+                     {"stock": [], "plugin": [], "stock-b": []},
                      {"stock": [], "plugin": [], "stock-b": []}], (marks, seen, windows)
-    assert out["rounds_with_jit"] == 1
+    assert out["rounds_with_jit"] == 1 and result["rounds_stopped"] is None
     for reading in ("throughput", "server_tpot"):
-        assert [out[reading][k]["n"] for k in ("plugin/stock", "stock-b/stock")] == [3, 3]
+        assert [out[reading][k]["n"] for k in ("plugin/stock", "stock-b/stock")] == [4, 4]
         without = out[reading + "_without_jit"]
-        assert [without[k]["n"] for k in ("plugin/stock", "stock-b/stock")] == [2, 2]
+        assert [without[k]["n"] for k in ("plugin/stock", "stock-b/stock")] == [3, 3]
         assert without["per_round"]["plugin/stock"] == [
-            out[reading]["per_round"]["plugin/stock"][i] for i in (0, 2)]
+            out[reading]["per_round"]["plugin/stock"][i] for i in (0, 2, 3)]
 
 
 def test_jit_lines_are_read_with_their_times():
@@ -822,3 +824,71 @@ def test_run_j_outputs_are_identical_to_the_bit_and_its_one_round_is_marked():
     assert one["released"]["jit"] == [] and one["released"]["mean_tpot_ms"] > 150
     assert one["released-b"]["jit"] == ["_prepare_dflash_inputs_kernel"]
     assert phase["bench_tpot_without_jit"]["standin-plugin/released"] is None
+
+
+def _rounds_with(monkeypatch, patterns: dict, rounds: int, seconds=None):
+    """``_run_rounds`` with a fake round per phase: ``patterns[phase]`` says,
+    round by round, whether a kernel compiled during its plugin batch."""
+    result = {"phases": {p: {"rounds": [], "servers": {}} for p in patterns},
+              "rounds_stopped": None}
+    left = {p: iter(pat) for p, pat in patterns.items()}
+
+    def fake_round(phase, out, servers, prompts, settings, round_no, layout=None):
+        names = [m[0] for m in evidence.PHASES[phase][1]]
+        compiled = next(left[phase])
+        out["rounds"].append({"round": round_no, **{
+            n: {"jit": ["k"] if compiled and i == 1 else []} for i, n in enumerate(names)}})
+
+    monkeypatch.setattr(evidence, "_one_round", fake_round)
+    evidence._run_rounds(list(patterns), result, {}, [], _settings(evidence_rounds=rounds,
+                         evidence_seconds=seconds), evidence.time.monotonic(), lambda r: None)
+    return result
+
+
+def test_rounds_go_on_until_enough_are_clean_and_each_phase_stops_at_its_own(monkeypatch):
+    """A round with a compile does not count towards --evidence-rounds: the
+    phase gets another; a phase with its clean rounds gets no more while the
+    other is still short."""
+    result = _rounds_with(monkeypatch, {"target": [True, False, True, False, False] + [False] * 9,
+                                        "dspark": [False] * 14}, rounds=3)
+    target, dspark = (result["phases"][p]["rounds"] for p in ("target", "dspark"))
+    assert len(target) == 5 and len(dspark) == 3
+    assert [evidence.is_clean(r, ("stock", "plugin", "stock-b")) for r in target] == [
+        False, True, False, True, True]
+    assert result["rounds_stopped"] is None
+
+
+def test_rounds_stop_at_the_cap_and_say_how_many_were_clean(monkeypatch):
+    result = _rounds_with(monkeypatch, {"target": [True] * 10}, rounds=3)
+    assert len(result["phases"]["target"]["rounds"]) == evidence.ROUNDS_CAP * 3
+    assert result["rounds_stopped"] == (
+        "after 6 round(s) (target: 0 without a kernel compiled): the cap of 2 x --evidence-rounds")
+
+
+def test_a_batch_not_read_against_its_log_is_not_clean(tmp_path):
+    """Fail closed: no log to read, a batch missing or never marked, is no
+    evidence that nothing compiled."""
+    names = ("stock", "plugin", "stock-b")
+    clean = {n: {"jit": []} for n in names}
+    assert evidence.is_clean(clean, names)
+    assert not evidence.is_clean({**clean, "plugin": {"jit": None}}, names)
+    assert not evidence.is_clean({**clean, "plugin": {}}, names)
+    assert not evidence.is_clean({k: v for k, v in clean.items() if k != "plugin"}, names)
+    batch = {"began_unix": 1.0e9, "ended_unix": 1.0e9 + 1}
+    assert evidence._batch_jit({"log": str(tmp_path / "gone.log")}, batch) is None
+    assert evidence._batch_jit({}, batch) is None
+    (tmp_path / "s.log").write_text("")
+    assert evidence._batch_jit({"log": str(tmp_path / "s.log")}, batch) == []
+
+
+def test_warm_up_does_not_end_on_rounds_whose_log_was_not_read(tmp_path, monkeypatch):
+    class FakeServer:
+        port = 1
+
+        def metrics_text(self):
+            return ""
+
+    monkeypatch.setattr(evidence.bench_serve, "run", lambda argv: ({"mean_tpot_ms": 10.0}, ""))
+    tries = evidence._warm_up(FakeServer(), {"log": str(tmp_path / "never-written.log")},
+                              harness.Layout(tmp_path / "w"), _settings(evidence_client="bench-serve"))
+    assert [t["jit"] for t in tries] == [None] * evidence.WARMUP_TRIES

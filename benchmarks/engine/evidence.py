@@ -405,40 +405,81 @@ def _warm_up(server, side: dict, layout, settings) -> list[dict]:
     tries = []
     for _ in range(WARMUP_TRIES):
         one = _bench_round(server, layout, settings, seed=BENCH_SEED)
-        text = Path(side["log"]).read_text(encoding="utf-8", errors="replace")
-        year = datetime.datetime.fromtimestamp(one["began_unix"]).year
-        jit = jit_log.during(jit_log.events(text, year), one["began_unix"], one["ended_unix"])
         tries.append({"seconds": one["seconds"], "mean_tpot_ms": one.get("mean_tpot_ms"),
-                      "jit": jit})
-        if len(tries) >= WARMUP_CLEAN and not any(t["jit"] for t in tries[-WARMUP_CLEAN:]):
+                      "jit": _batch_jit(side, one)})
+        if len(tries) >= WARMUP_CLEAN and all(t["jit"] == [] for t in tries[-WARMUP_CLEAN:]):
             break
     return tries
 
 
 def _run_rounds(phases: list[str], result: dict, servers: dict, prompts, settings,
                 began: float, save, layout=None) -> None:
-    """``evidence_rounds`` rounds per phase, the phases taking turns (a
-    stop leaves them with as many rounds each); no round starts that would
-    end past ``evidence_seconds`` (estimated from that phase's last round),
-    leaving time to stop every server."""
+    """Rounds until each phase has ``evidence_rounds`` clean ones (no
+    server's log showing a kernel compiled or first loaded during its
+    batch; the others are kept, counted and left out of the clean reading),
+    at most ``ROUNDS_CAP`` times that many; the phases still short of their
+    clean rounds take turns, so a time limit leaves them with as many
+    rounds. No round starts that would end past ``evidence_seconds``
+    (estimated from that phase's last round), leaving time to stop every
+    server."""
     last: dict = {}
-    for round_no in range(settings.evidence_rounds):
+    cap = ROUNDS_CAP * settings.evidence_rounds
+    for round_no in range(cap):
+        due = [p for p in phases if _clean_rounds(p, result["phases"][p]) < settings.evidence_rounds]
+        if not due:
+            return
         if settings.evidence_seconds is not None:
             # One decision for the round of every phase, so that a stop
             # leaves each phase with as many rounds.
-            ends = (time.monotonic() + 1.25 * sum(last.get(p, 0.0) for p in phases)
+            ends = (time.monotonic() + 1.25 * sum(last.get(p, 0.0) for p in due)
                     + STOP_MARGIN_S)
             if ends > began + settings.evidence_seconds:
                 result["rounds_stopped"] = (
-                    f"after {round_no} round(s) of {settings.evidence_rounds} per phase: "
-                    f"another would end past --evidence-seconds {settings.evidence_seconds:g}")
+                    f"after {round_no} round(s) ({_clean_summary(result, phases)}): another "
+                    f"would end past --evidence-seconds {settings.evidence_seconds:g}")
                 return
-        for phase in phases:
+        for phase in due:
             t0 = time.monotonic()
             _one_round(phase, result["phases"][phase], servers, prompts, settings, round_no,
                        layout)
             last[phase] = time.monotonic() - t0
             save(result)
+    if any(_clean_rounds(p, result["phases"][p]) < settings.evidence_rounds for p in phases):
+        result["rounds_stopped"] = (f"after {cap} round(s) ({_clean_summary(result, phases)}): "
+                                    f"the cap of {ROUNDS_CAP} x --evidence-rounds")
+
+
+# A phase runs at most this many times --evidence-rounds rounds while
+# looking for its clean ones.
+ROUNDS_CAP = 2
+
+
+def is_clean(one: dict, names) -> bool:
+    """A round in which every server's batch was read against its log and
+    none showed a kernel compiled or first loaded (a batch not read, or
+    missing, is not clean)."""
+    return all(isinstance(one.get(n), dict) and one[n].get("jit") == [] for n in names)
+
+
+def _clean_rounds(phase: str, out: dict) -> int:
+    names = [m[0] for m in PHASES[phase][1]]
+    return sum(1 for r in out["rounds"] if is_clean(r, names))
+
+
+def _clean_summary(result: dict, phases: list[str]) -> str:
+    return ", ".join(f"{p}: {_clean_rounds(p, result['phases'][p])} without a kernel compiled"
+                     for p in phases)
+
+
+def _batch_jit(side: dict, batch: dict) -> list[str] | None:
+    """The kernels ``side``'s server log shows compiled or first loaded
+    while ``batch`` ran; None when the log cannot be read."""
+    try:
+        text = Path(side["log"]).read_text(encoding="utf-8", errors="replace")
+    except (KeyError, OSError):
+        return None
+    year = datetime.datetime.fromtimestamp(batch["began_unix"]).year  # the monitor's lines have none
+    return jit_log.during(jit_log.events(text, year), batch["began_unix"], batch["ended_unix"])
 
 
 def _one_round(phase: str, out: dict, servers: dict, prompts, settings, round_no: int,
@@ -463,6 +504,9 @@ def _one_round(phase: str, out: dict, servers: dict, prompts, settings, round_no
                      "tokens_per_s": round(tokens / elapsed, 1),
                      "server_tokens_per_s_per_request": _round(_server_rate(before, after)),
                      "began_unix": round(began, 3), "ended_unix": round(ended, 3)}
+    for name in one["order"]:
+        # Marked now, so that the rounds go on until enough are clean.
+        one[name]["jit"] = _batch_jit(out["servers"].get(name, {}), one[name])
     out["rounds"].append(one)
     _summarize_phase(out, *names)
 
@@ -508,8 +552,7 @@ def _round(x: float | None) -> float | None:
 def _summarize_phase(out: dict, base: str, other: str, control: str) -> None:
     """Both cost readings over every round, and over the rounds in which no
     server's log showed a kernel compiled or first loaded during its batch."""
-    clean = [r for r in out["rounds"]
-             if not any(r.get(n, {}).get("jit") for n in (base, other, control))]
+    clean = [r for r in out["rounds"] if is_clean(r, (base, other, control))]
     out["rounds_with_jit"] = len(out["rounds"]) - len(clean)
     for suffix, rounds in (("", out["rounds"]), ("_without_jit", clean)):
         for name, key in (("throughput", "tokens_per_s"),
