@@ -892,3 +892,33 @@ def test_warm_up_does_not_end_on_rounds_whose_log_was_not_read(tmp_path, monkeyp
     tries = evidence._warm_up(FakeServer(), {"log": str(tmp_path / "never-written.log")},
                               harness.Layout(tmp_path / "w"), _settings(evidence_client="bench-serve"))
     assert [t["jit"] for t in tries] == [None] * evidence.WARMUP_TRIES
+
+
+def test_run_p_reads_as_the_readme_says():
+    """Run P (2026-12-03, one H200, gpu-bound, DSpark, 4-token prompts):
+    18 timed rounds, none with a kernel compiled; tokens and top-5 logprobs
+    identical; the figures the README quotes, recomputed from the rounds."""
+    report = json.loads((REPO / "benchmarks" / "results" / "engine-e2e-2026-12-03"
+                         / "run-P.json").read_text())
+    ev = report["evidence"]
+    assert report["exit_code"] == 0 and ev["problems"] == []
+    assert ev["workload"]["input_len"] == 4 and "--random-input-len 4" in ev["bench_command"]
+    assert [s["start_s"] for s in ev["starts"]] == [386.3, 385.3, 386.3]
+    phase = ev["phases"]["dspark"]
+    for pair in ("standin-plugin vs released", "released-b vs released"):
+        got = phase["tokens"][pair]
+        assert got["identical"] and got["logprobs"]["identical"] and got["tokens"] == 512
+    names = ("released", "standin-plugin", "released-b")
+    assert len(phase["rounds"]) == 18 and phase["rounds_with_jit"] == 0
+    assert all(evidence.is_clean(r, names) for r in phase["rounds"])
+    for side in phase["servers"].values():
+        assert [bool(t["jit"]) for t in side["warmup"]] == [True, False, False]
+    from engine.harness import interval95
+    again = evidence.phase_ratios(phase["rounds"], *names, "bench_tokens_per_s_per_request")
+    mine, aa = again["standin-plugin/released"], again["released-b/released"]
+    assert (mine["geomean"], mine["half_width_pct"]) == (1.1151, 7.15)
+    assert (aa["geomean"], aa["half_width_pct"]) == (1.1103, 7.33)
+    assert again["standin-plugin/released"] == phase["bench_tpot"]["standin-plugin/released"]
+    vs_b = interval95([r["standin-plugin"]["bench_tokens_per_s_per_request"]
+                       / r["released-b"]["bench_tokens_per_s_per_request"] for r in phase["rounds"]])
+    assert (vs_b["geomean"], vs_b["low"], vs_b["high"]) == (1.0044, 0.9103, 1.1082)
