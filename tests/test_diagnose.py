@@ -107,6 +107,10 @@ EXPECTED = {
     "engine-e2e-2026-12-03/run-N-target-stock.log": 2,
     "engine-e2e-2026-12-03/run-N-target-stock-b.log": 2,
     "engine-e2e-2026-12-03/run-N-target-plugin.log": 0,
+    # Run P (DSpark, 4-token prompts): as in run M.
+    "engine-e2e-2026-12-03/run-P-dspark-released.log": 2,
+    "engine-e2e-2026-12-03/run-P-dspark-released-b.log": 2,
+    "engine-e2e-2026-12-03/run-P-dspark-standin-plugin.log": 0,
 }
 
 
