@@ -111,6 +111,13 @@ EXPECTED = {
     "engine-e2e-2026-12-03/run-P-dspark-released.log": 2,
     "engine-e2e-2026-12-03/run-P-dspark-released-b.log": 2,
     "engine-e2e-2026-12-03/run-P-dspark-standin-plugin.log": 0,
+    # Runs Q (target) and R (DSpark), 4-token prompts: as N and M.
+    "engine-e2e-2026-12-03/run-Q-target-stock.log": 2,
+    "engine-e2e-2026-12-03/run-Q-target-stock-b.log": 2,
+    "engine-e2e-2026-12-03/run-Q-target-plugin.log": 0,
+    "engine-e2e-2026-12-03/run-R-dspark-released.log": 2,
+    "engine-e2e-2026-12-03/run-R-dspark-released-b.log": 2,
+    "engine-e2e-2026-12-03/run-R-dspark-standin-plugin.log": 0,
 }
 
 

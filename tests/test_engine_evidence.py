@@ -922,3 +922,43 @@ def test_run_p_reads_as_the_readme_says():
     vs_b = interval95([r["standin-plugin"]["bench_tokens_per_s_per_request"]
                        / r["released-b"]["bench_tokens_per_s_per_request"] for r in phase["rounds"]])
     assert (vs_b["geomean"], vs_b["low"], vs_b["high"]) == (1.0044, 0.9103, 1.1082)
+
+
+def test_runs_q_and_r_read_as_the_readme_says():
+    """Runs Q (target) and R (DSpark; its report as written after round 28,
+    the machine gone before the run ended), 2026-12-03, one H200, gpu-bound,
+    4-token prompts: every timed batch clean, tokens and top-5 logprobs
+    identical in both phases, and the figures the README quotes."""
+    from engine.harness import interval95
+
+    base = REPO / "benchmarks" / "results" / "engine-e2e-2026-12-03"
+    quoted = {
+        "run-Q.json": ("target", ("stock", "plugin", "stock-b"), 40, [262.2, 260.2, 261.2],
+                       (0.9732, 8.31), (1.0251, 8.19), (0.9495, 0.8805, 1.0238)),
+        "run-R.json": ("dspark", ("released", "standin-plugin", "released-b"), 28,
+                       [120.1, 241.2, 120.1],
+                       (0.9245, 9.38), (0.9412, 7.10), (0.9822, 0.8943, 1.0789)),
+    }
+    for name, (phase_name, names, rounds, starts, mine_q, aa_q, vs_b_q) in quoted.items():
+        report = json.loads((base / name).read_text())
+        ev = report["evidence"]
+        assert ev["problems"] == [] and ev["workload"]["input_len"] == 4
+        assert [s["start_s"] for s in ev["starts"]] == starts
+        phase = ev["phases"][phase_name]
+        for pair in (f"{names[1]} vs {names[0]}", f"{names[2]} vs {names[0]}"):
+            got = phase["tokens"][pair]
+            assert got["identical"] and got["logprobs"]["identical"] and got["tokens"] == 512
+        assert len(phase["rounds"]) == rounds and phase["rounds_with_jit"] == 0
+        assert all(evidence.is_clean(r, names) for r in phase["rounds"])
+        for side in phase["servers"].values():
+            assert [bool(t["jit"]) for t in side["warmup"]][-2:] == [False, False]
+        again = evidence.phase_ratios(phase["rounds"], *names, "bench_tokens_per_s_per_request")
+        mine, aa = again[f"{names[1]}/{names[0]}"], again[f"{names[2]}/{names[0]}"]
+        assert (mine["geomean"], mine["half_width_pct"]) == mine_q
+        assert (aa["geomean"], aa["half_width_pct"]) == aa_q
+        assert mine == phase["bench_tpot"][f"{names[1]}/{names[0]}"]
+        vs_b = interval95([r[names[1]]["bench_tokens_per_s_per_request"]
+                           / r[names[2]]["bench_tokens_per_s_per_request"] for r in phase["rounds"]])
+        assert (vs_b["geomean"], vs_b["low"], vs_b["high"]) == vs_b_q
+    assert json.loads((base / "run-Q.json").read_text())["exit_code"] == 0
+    assert "exit_code" not in json.loads((base / "run-R.json").read_text())
