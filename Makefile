@@ -68,7 +68,8 @@ bench-diagnose: install
 	@$(BIN)/python benchmarks/bench_diagnose.py $(BENCH_ARGS)
 
 # Break the plugin on purpose (tests/mutation_check.py): every mutation must
-# make at least one offline test fail. Several minutes; not part of `make test`.
+# make at least one offline test fail. Hours on two cores (a mutant that only
+# a late test catches runs most of the suite); not part of `make test`.
 mutants: install
 	@$(BIN)/python tests/mutation_check.py $(MUTANTS_ARGS)
 

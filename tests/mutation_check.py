@@ -10,7 +10,9 @@ fits the code is reported, not silently skipped). The offline tests
 ``PYTHONPATH``; a mutation is *killed* when at least one test fails. The
 unmutated copy runs first and must pass. Exit status: 0 every mutation
 killed; 1 one survived or the baseline failed; 2 a mutation did not apply.
-Not part of ``.ci/run``: one run takes several minutes.
+Not part of ``.ci/run``: a run of every mutation takes hours on two cores
+(each runs the tests until the first failure, and a mutant that only a
+late test catches runs most of the suite).
 """
 
 from __future__ import annotations
