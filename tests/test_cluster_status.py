@@ -289,6 +289,104 @@ def test_a_grpc_greeting_that_comes_in_pieces_is_still_recognised():
             server.join(timeout=10)
 
 
+@pytest.mark.parametrize("cut", range(1, 9))
+def test_a_settings_frame_split_anywhere_in_its_header_is_recognised(cut):
+    """The server's SETTINGS header cut at any byte, the rest of the frame
+    (its payload) right behind the second piece: answers as Ray does. Only
+    the 9 header bytes are read, never the payload with them."""
+    import socket
+    import threading
+    import time
+
+    settings = bytes([0, 0, 6, 4, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 100])
+
+    def serve(listening: socket.socket) -> None:
+        conn, _ = listening.accept()
+        with conn:
+            conn.recv(64)
+            conn.sendall(settings[:cut])
+            time.sleep(0.1)
+            conn.sendall(settings[cut:])
+            time.sleep(0.3)
+
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        server = threading.Thread(target=serve, args=(listening,), daemon=True)
+        server.start()
+        assert cluster_status._speaks_grpc(f"127.0.0.1:{listening.getsockname()[1]}")
+        server.join(timeout=10)
+
+
+def test_a_server_that_answers_only_a_well_formed_http2_greeting_is_recognised():
+    """A strict HTTP/2 server reads the client's greeting before it answers:
+    the connection preface, then a SETTINGS frame (RFC 9113 3.4, 6.5) with a
+    whole number of 6-byte settings, no flags but ACK unset, on stream 0.
+    It answers SETTINGS to that and GOAWAY (PROTOCOL_ERROR) to anything else;
+    ``status --ray`` greets it well enough to be answered."""
+    import socket
+    import threading
+
+    magic = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+    seen = []
+
+    def read(conn, n: int) -> bytes:
+        got = b""
+        while len(got) < n:
+            chunk = conn.recv(n - len(got))
+            if not chunk:
+                break
+            got += chunk
+        return got
+
+    def serve(listening: socket.socket) -> None:
+        conn, _ = listening.accept()
+        with conn:
+            greeting = read(conn, len(magic) + 9)
+            head = greeting[len(magic):]
+            length = int.from_bytes(head[:3], "big") if len(head) == 9 else -1
+            ok = (greeting[:len(magic)] == magic and len(head) == 9 and head[3] == 4
+                  and not head[4] & 1 and int.from_bytes(head[5:], "big") & 0x7FFFFFFF == 0
+                  and length % 6 == 0 and len(read(conn, length)) == length)
+            seen.append(ok)
+            if ok:
+                conn.sendall(bytes([0, 0, 6, 4, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 100]))
+            else:
+                conn.sendall(bytes([0, 0, 8, 7, 0, 0, 0, 0, 0]) + bytes([0] * 7 + [1]))
+
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        listening.settimeout(10)
+        server = threading.Thread(target=serve, args=(listening,), daemon=True)
+        server.start()
+        assert cluster_status._speaks_grpc(f"127.0.0.1:{listening.getsockname()[1]}")
+        server.join(timeout=10)
+    assert seen == [True]
+
+
+def test_an_address_whose_port_is_no_number_or_whose_host_has_a_path_is_left_to_ray():
+    """Not host:port: neither checked here (Ray says what is wrong with it)
+    nor raised on."""
+    for address in ("127.0.0.1:abc", "ray://head:port", "head/x:6379", "ray://head/x:10001"):
+        assert cluster_status._reachable(address), address
+        assert cluster_status._speaks_grpc(address), address
+
+
+def test_a_host_missing_its_closing_bracket_is_not_read_as_another_host():
+    """``[::1:PORT`` (the ``]`` forgotten) names no host: nothing answers
+    there, even with a server listening on ``[::1]:PORT``."""
+    import socket
+
+    with socket.socket(socket.AF_INET6) as listening:
+        listening.bind(("::1", 0))
+        listening.listen()
+        port = listening.getsockname()[1]
+        assert cluster_status._reachable(f"[::1]:{port}")
+        assert not cluster_status._reachable(f"[::1:{port}")
+        assert not cluster_status._reachable(f"ray://[::1:{port}")
+
+
 def test_without_an_address_ray_address_is_used(ray_tmp):
     port = _closed_port()
     with pytest.raises(cluster_status.ClusterError) as err:
