@@ -365,6 +365,62 @@ def test_a_server_that_answers_only_a_well_formed_http2_greeting_is_recognised()
     assert seen == [True]
 
 
+def _first_answer_is(answer: bytes, close: bool) -> bool:
+    """What ``_speaks_grpc`` says of a server that reads the greeting and
+    sends ``answer`` (then closes, or waits)."""
+    import socket
+    import threading
+    import time
+
+    def serve(listening: socket.socket) -> None:
+        conn, _ = listening.accept()
+        with conn:
+            conn.recv(64)
+            conn.sendall(answer)
+            if not close:
+                time.sleep(0.5)
+
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        server = threading.Thread(target=serve, args=(listening,), daemon=True)
+        server.start()
+        try:
+            return cluster_status._speaks_grpc(f"127.0.0.1:{listening.getsockname()[1]}")
+        finally:
+            server.join(timeout=10)
+
+
+@pytest.mark.parametrize("frame_type", [t for t in range(10) if t != 4])
+def test_a_server_whose_first_frame_is_not_settings_is_not_ray(frame_type):
+    """DATA, HEADERS, PRIORITY, RST_STREAM, PUSH_PROMISE, PING, GOAWAY, ...
+    first: not a gRPC server's answer to a greeting."""
+    frame = bytes([0, 0, 4, frame_type, 0, 0, 0, 0, 0]) + bytes(4)
+    assert _first_answer_is(frame, close=False) is False
+
+
+@pytest.mark.parametrize("sent", range(0, 9))
+def test_a_server_that_closes_within_the_frame_header_is_not_ray(sent):
+    """A SETTINGS header cut short by the server closing (nothing at all, or
+    the type byte and no more): no answer, not a crash."""
+    settings = bytes([0, 0, 6, 4, 0, 0, 0, 0, 0])
+    assert _first_answer_is(settings[:sent], close=True) is False
+
+
+def test_a_bracketed_ipv6_address_is_read_whole():
+    """``[::ffff:127.0.0.1]:PORT`` reaches a server on 127.0.0.1:PORT: the
+    brackets go, every character inside stays."""
+    import socket
+
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        port = listening.getsockname()[1]
+        assert cluster_status._host_port(f"[::ffff:127.0.0.1]:{port}") == ("::ffff:127.0.0.1", port)
+        assert cluster_status._reachable(f"[::ffff:127.0.0.1]:{port}")
+        assert cluster_status._reachable(f"ray://[::ffff:127.0.0.1]:{port}")
+
+
 def test_an_address_whose_port_is_no_number_or_whose_host_has_a_path_is_left_to_ray():
     """Not host:port: neither checked here (Ray says what is wrong with it)
     nor raised on."""
