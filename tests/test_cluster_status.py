@@ -289,33 +289,46 @@ def test_a_grpc_greeting_that_comes_in_pieces_is_still_recognised():
             server.join(timeout=10)
 
 
+def _speaks_grpc_to(handle) -> bool:
+    """What ``_speaks_grpc`` says of a local server that runs
+    ``handle(conn)`` on the one connection it accepts."""
+    import socket
+    import threading
+
+    def serve(listening: socket.socket) -> None:
+        conn, _ = listening.accept()
+        with conn:
+            handle(conn)
+
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        listening.settimeout(10)
+        server = threading.Thread(target=serve, args=(listening,), daemon=True)
+        server.start()
+        try:
+            return cluster_status._speaks_grpc(f"127.0.0.1:{listening.getsockname()[1]}")
+        finally:
+            server.join(timeout=10)
+
+
 @pytest.mark.parametrize("cut", range(1, 9))
 def test_a_settings_frame_split_anywhere_in_its_header_is_recognised(cut):
     """The server's SETTINGS header cut at any byte, the rest of the frame
     (its payload) right behind the second piece: answers as Ray does. Only
     the 9 header bytes are read, never the payload with them."""
-    import socket
-    import threading
     import time
 
     settings = bytes([0, 0, 6, 4, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 100])
 
-    def serve(listening: socket.socket) -> None:
-        conn, _ = listening.accept()
-        with conn:
-            conn.recv(64)
-            conn.sendall(settings[:cut])
-            time.sleep(0.1)
-            conn.sendall(settings[cut:])
-            time.sleep(0.3)
+    def handle(conn) -> None:
+        conn.recv(64)
+        conn.sendall(settings[:cut])
+        time.sleep(0.1)
+        conn.sendall(settings[cut:])
+        time.sleep(0.3)
 
-    with socket.socket() as listening:
-        listening.bind(("127.0.0.1", 0))
-        listening.listen()
-        server = threading.Thread(target=serve, args=(listening,), daemon=True)
-        server.start()
-        assert cluster_status._speaks_grpc(f"127.0.0.1:{listening.getsockname()[1]}")
-        server.join(timeout=10)
+    assert _speaks_grpc_to(handle)
 
 
 def test_a_server_that_answers_only_a_well_formed_http2_greeting_is_recognised():
@@ -324,9 +337,6 @@ def test_a_server_that_answers_only_a_well_formed_http2_greeting_is_recognised()
     whole number of 6-byte settings, no flags but ACK unset, on stream 0.
     It answers SETTINGS to that and GOAWAY (PROTOCOL_ERROR) to anything else;
     ``status --ray`` greets it well enough to be answered."""
-    import socket
-    import threading
-
     magic = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
     seen = []
 
@@ -339,56 +349,35 @@ def test_a_server_that_answers_only_a_well_formed_http2_greeting_is_recognised()
             got += chunk
         return got
 
-    def serve(listening: socket.socket) -> None:
-        conn, _ = listening.accept()
-        with conn:
-            greeting = read(conn, len(magic) + 9)
-            head = greeting[len(magic):]
-            length = int.from_bytes(head[:3], "big") if len(head) == 9 else -1
-            ok = (greeting[:len(magic)] == magic and len(head) == 9 and head[3] == 4
-                  and not head[4] & 1 and int.from_bytes(head[5:], "big") & 0x7FFFFFFF == 0
-                  and length % 6 == 0 and len(read(conn, length)) == length)
-            seen.append(ok)
-            if ok:
-                conn.sendall(bytes([0, 0, 6, 4, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 100]))
-            else:
-                conn.sendall(bytes([0, 0, 8, 7, 0, 0, 0, 0, 0]) + bytes([0] * 7 + [1]))
+    def handle(conn) -> None:
+        greeting = read(conn, len(magic) + 9)
+        head = greeting[len(magic):]
+        length = int.from_bytes(head[:3], "big") if len(head) == 9 else -1
+        ok = (greeting[:len(magic)] == magic and len(head) == 9 and head[3] == 4
+              and not head[4] & 1 and int.from_bytes(head[5:], "big") & 0x7FFFFFFF == 0
+              and length % 6 == 0 and len(read(conn, length)) == length)
+        seen.append(ok)
+        if ok:
+            conn.sendall(bytes([0, 0, 6, 4, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 100]))
+        else:
+            conn.sendall(bytes([0, 0, 8, 7, 0, 0, 0, 0, 0]) + bytes([0] * 7 + [1]))
 
-    with socket.socket() as listening:
-        listening.bind(("127.0.0.1", 0))
-        listening.listen()
-        listening.settimeout(10)
-        server = threading.Thread(target=serve, args=(listening,), daemon=True)
-        server.start()
-        assert cluster_status._speaks_grpc(f"127.0.0.1:{listening.getsockname()[1]}")
-        server.join(timeout=10)
+    assert _speaks_grpc_to(handle)
     assert seen == [True]
 
 
 def _first_answer_is(answer: bytes, close: bool) -> bool:
     """What ``_speaks_grpc`` says of a server that reads the greeting and
     sends ``answer`` (then closes, or waits)."""
-    import socket
-    import threading
     import time
 
-    def serve(listening: socket.socket) -> None:
-        conn, _ = listening.accept()
-        with conn:
-            conn.recv(64)
-            conn.sendall(answer)
-            if not close:
-                time.sleep(0.5)
+    def handle(conn) -> None:
+        conn.recv(64)
+        conn.sendall(answer)
+        if not close:
+            time.sleep(0.5)
 
-    with socket.socket() as listening:
-        listening.bind(("127.0.0.1", 0))
-        listening.listen()
-        server = threading.Thread(target=serve, args=(listening,), daemon=True)
-        server.start()
-        try:
-            return cluster_status._speaks_grpc(f"127.0.0.1:{listening.getsockname()[1]}")
-        finally:
-            server.join(timeout=10)
+    return _speaks_grpc_to(handle)
 
 
 @pytest.mark.parametrize("frame_type", [t for t in range(10) if t != 4])
