@@ -135,6 +135,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "kernels), then the others at once; 1 = every server at once (on a "
                         "machine whose kernel caches are cold, one cold start instead of two; "
                         "default %(default)s)")
+    parser.add_argument("--evidence-cpus", choices=("shared", "split"),
+                        default=harness.Settings.evidence_cpus,
+                        help="--evidence's host CPUs: shared (the kernel places every process; "
+                        "default) or split (each server's processes on whole cores of their "
+                        "own, the benchmark client on the rest)")
     parser.add_argument("--evidence-phases", default=",".join(harness.Settings.evidence_phases),
                         help="comma-separated, of: target, dspark (default %(default)s)")
     parser.add_argument("--tensor-parallel-size", type=int, default=1,
@@ -240,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         evidence_rounds=args.evidence_rounds, evidence_seconds=args.evidence_seconds,
         evidence_client=args.evidence_client, evidence_input_len=args.evidence_input_len,
         evidence_max_tokens=args.evidence_max_tokens, model_size=args.model_size,
-        evidence_waves=args.evidence_waves,
+        evidence_waves=args.evidence_waves, evidence_cpus=args.evidence_cpus,
         kv_cache_memory_bytes=args.kv_cache_memory_bytes,
         max_num_batched_tokens=args.max_num_batched_tokens,
         cudagraph_capture_sizes=args.capture_sizes,

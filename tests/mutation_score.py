@@ -68,6 +68,7 @@ SRC = ROOT / "src"
 PACKAGE = SRC / "dspark_attn_plugin"
 RESULTS = ROOT / "benchmarks" / "results" / "mutation-score"
 EQUIVALENTS = ROOT / "tests" / "mutation_equivalents.toml"
+LEDGER = RESULTS / "mutants"  # each mutant's outcome, committed (see _ledger)
 CACHE = Path(os.environ.get("DSPARK_ATTN_PLUGIN_CACHE", Path.home() / ".cache" / "dspark-attn-plugin"))
 WORK = CACHE / "mutation"
 # One worker's files (``run --jobs N`` starts N workers, MUTATION_WORKER=0..N-1):
@@ -454,6 +455,14 @@ def select_tests(mapping: dict, module: str, changed: list[int]) -> tuple[list[s
 
 
 def test_command(module: str) -> int:
+    started = time.monotonic()
+    try:
+        return _test_mutant(module)
+    finally:
+        _add_time(module, time.monotonic() - started)
+
+
+def _test_mutant(module: str) -> int:
     mapping = json.loads(Path(os.environ["MUTATION_MAP"]).read_text(encoding="utf-8"))
     changed, diff = _changed_lines(module)
     tests, how = select_tests(mapping, module, changed)
@@ -517,9 +526,31 @@ def _test_files(mapping: dict, module: str) -> list[str]:
     return sorted(seconds, key=lambda name: (seconds[name], name))  # fastest file first
 
 
+def _ledger(module: str) -> Path:
+    """Each mutant's outcome, one JSON line per test run, in the repository:
+    keyed by the hash of the mutated file, so a line names one mutant of one
+    version of the module. A session begun on another machine, or after the
+    cache was emptied, takes its outcomes from here (``_resume``)."""
+    return LEDGER / (module.replace("/", "__").removesuffix(".py") + ".jsonl")
+
+
 def _append(module: str, record: dict) -> None:
-    with open(_session(module).with_suffix(".jsonl"), "a", encoding="utf-8") as fh:
+    path = _ledger(module)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as fh:
         fh.write(json.dumps(record) + "\n")
+
+
+def _records(module: str) -> dict[str, dict]:
+    """The ledger's last record of each mutant."""
+    path = _ledger(module)
+    records: dict[str, dict] = {}
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                rec = json.loads(line)
+                records[rec["mutant"]] = rec
+    return records
 
 
 # --- running a module: Cosmic Ray's session -----------------------------------------
@@ -553,6 +584,41 @@ def _point_at(session: Path, target: Path) -> None:
         db.execute("UPDATE mutation_specs SET module_path = ?", (str(target),))
 
 
+def resume_plan(records: dict[str, dict], items: list[tuple[str, str]]
+                ) -> tuple[dict[str, str], dict[str, dict]]:
+    """``items``: (job id, mutant key) of a new session's pending mutants.
+    Returns the outcome each job takes from the ledger ("killed" for a kill
+    by failure or time-out, "survived") and the ledger's records to keep:
+    those of mutants the session has, in the ledger's order."""
+    keys = {key for _job, key in items}
+    outcomes = {job: ("survived" if records[key]["outcome"] == "survived" else "killed")
+                for job, key in items
+                if records.get(key, {}).get("outcome") in ("killed", "timed out", "survived")}
+    return outcomes, {k: r for k, r in records.items() if k in keys}
+
+
+def _resume(module: str, source: str, db) -> int:
+    """Fills a new session with the ledger's outcomes of its mutants (the
+    same mutated file: the same module source and mutation) and drops the
+    ledger's lines of mutants this source no longer has. Returns how many
+    outcomes it took."""
+    from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
+
+    records = _records(module)
+    pending = list(db.pending_work_items)
+    outcomes, keep = resume_plan(records, [(i.job_id, _mutant_key(source, i.mutations[0]))
+                                           for i in pending])
+    for job, outcome in outcomes.items():
+        db.set_result(job, WorkResult(
+            worker_outcome=WorkerOutcome.NORMAL,
+            test_outcome=TestOutcome.SURVIVED if outcome == "survived" else TestOutcome.KILLED,
+            output="outcome from the ledger"))
+    if len(keep) < len(records):
+        _ledger(module).write_text("".join(json.dumps(r) + "\n" for r in keep.values()),
+                                   encoding="utf-8")
+    return len(outcomes)
+
+
 def _forget_survivors(session: Path) -> int:
     """Survivors back to pending (after new tests, or a wider selection)."""
     import sqlite3
@@ -584,7 +650,6 @@ def run_module(module: str, python: str, mapping: Path, retry: bool = False) -> 
     })
     if not session.exists() or not stamp.exists() or stamp.read_text() != digest:
         session.unlink(missing_ok=True)
-        session.with_suffix(".jsonl").unlink(missing_ok=True)
         with use_db(str(session), WorkDB.Mode.create) as db:
             init([target], db, {})
             spans = _annotation_spans(source)
@@ -593,6 +658,10 @@ def run_module(module: str, python: str, mapping: Path, retry: bool = False) -> 
                 if any(lo <= tuple(m.start_pos) and tuple(m.end_pos) <= hi for lo, hi in spans):
                     db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED,
                                                           output=ANNOTATION))
+            resumed = _resume(module, source, db)
+        if resumed:
+            print(f"{module}: {resumed} outcome(s) taken from {_ledger(module).relative_to(ROOT)}",
+                  flush=True)
         stamp.write_text(digest)
     _point_at(session, target)
     if retry:
@@ -602,15 +671,15 @@ def run_module(module: str, python: str, mapping: Path, retry: bool = False) -> 
         total = db.num_work_items
         print(f"{module}: {total} mutants, {pending} to run", flush=True)
         if pending:
-            started = time.monotonic()
-            execute(db, config)
-            _add_time(module, time.monotonic() - started)
+            execute(db, config)  # each mutant's test command adds its time (_add_time)
 
 
 def _add_time(module: str, seconds: float) -> None:
-    path = _session(module).with_suffix(".seconds")
+    """The time the tool ran on the module, kept beside its ledger."""
+    path = _ledger(module).with_suffix(".seconds")
+    path.parent.mkdir(parents=True, exist_ok=True)
     before = float(path.read_text()) if path.exists() else 0.0
-    path.write_text(str(before + seconds))
+    path.write_text(f"{before + seconds:.1f}\n")
 
 
 def run_jobs(modules: list[str], python: str, jobs: int, retry: bool = False,
@@ -727,12 +796,7 @@ def report(modules: list[str]) -> int:
             code = 1
             continue
         source_lines = source.splitlines()
-        records = {}
-        jsonl = session.with_suffix(".jsonl")
-        if jsonl.exists():
-            for line in jsonl.read_text(encoding="utf-8").splitlines():
-                rec = json.loads(line)
-                records[rec["mutant"]] = rec
+        records = _records(module)
         counts = {"mutants": 0, "equivalent (annotation)": 0, "killed": 0, "timed out": 0,
                   "equivalent (listed)": 0, "survived": 0, "not run": 0}
         survivors = []
@@ -766,7 +830,7 @@ def report(modules: list[str]) -> int:
                 survivors.append(entry)
         judged = counts["mutants"] - counts["equivalent (annotation)"] - counts["equivalent (listed)"] - counts["not run"]
         score = (counts["killed"] + counts["timed out"]) / judged if judged else None
-        seconds_path = session.with_suffix(".seconds")
+        seconds_path = _ledger(module).with_suffix(".seconds")
         doc = {"module": module, "date": datetime.date.today().isoformat(), "tool": "cosmic-ray 8.7.0",
                "run_seconds": round(float(seconds_path.read_text())) if seconds_path.exists() else None,
                "counts": counts, "score": round(score, 4) if score is not None else None,

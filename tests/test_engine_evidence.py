@@ -14,12 +14,13 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from engine import evidence, harness, metrics  # noqa: E402
+from engine import cpus, evidence, harness, metrics  # noqa: E402
 
 FAKE_SERVER = r'''
 import json, os, sys, time, threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 port = int(sys.argv[sys.argv.index("--port") + 1])
+print("fake affinity", ",".join(map(str, sorted(os.sched_getaffinity(0)))), flush=True)
 with_plugin = any(p.endswith("/plugin") for p in os.environ.get("PYTHONPATH", "").split(os.pathsep))
 differs = with_plugin and os.environ.get("FAKE_PLUGIN_DIFFERS") == "1"
 print("(EngineCore pid=4242) INFO 12-01 00:00:00 [model_runner.py:1] Model loading took 0.5 GiB", flush=True)
@@ -359,7 +360,8 @@ def test_the_cli_checks_the_evidence_arguments(tmp_path):
                        (["--evidence-seconds", "0"], "--evidence-seconds must be positive"),
                        (["--kv-cache-memory-bytes", "0"], "must be positive"),
                        (["--max-num-batched-tokens", "0"], "--max-num-batched-tokens must be"),
-                       (["--evidence-waves", "3"], "--evidence-waves")):
+                       (["--evidence-waves", "3"], "--evidence-waves"),
+                       (["--evidence-cpus", "pinned"], "--evidence-cpus")):
         proc = subprocess.run([sys.executable, str(script), "--plugin-wheel", str(wheel),
                                "--work", str(tmp_path / "w"), "--cases", "none", "--evidence",
                                *args], capture_output=True, text=True, timeout=120)
@@ -962,3 +964,94 @@ def test_runs_q_and_r_read_as_the_readme_says():
         assert (vs_b["geomean"], vs_b["low"], vs_b["high"]) == vs_b_q
     assert json.loads((base / "run-Q.json").read_text())["exit_code"] == 0
     assert "exit_code" not in json.loads((base / "run-R.json").read_text())
+
+
+def _topology(root: Path, siblings: dict[int, str]) -> Path:
+    for cpu, text in siblings.items():
+        folder = root / f"cpu{cpu}" / "topology"
+        folder.mkdir(parents=True)
+        (folder / "thread_siblings_list").write_text(text + "\n")
+    return root
+
+
+def test_cpus_are_grouped_by_physical_core_and_unknown_ones_stand_alone(tmp_path):
+    # Two threads per core, siblings 8 apart (as many x86 hosts number them),
+    # CPU 7 without a readable topology, CPU 9 outside the allowed set.
+    root = _topology(tmp_path, {0: "0,8", 8: "0,8", 1: "1,9", 2: "2-3", 3: "2-3", 6: "6,14",
+                                14: "6,14"})
+    assert cpus.cores([0, 1, 2, 3, 6, 7, 8, 14], root) == [[0, 8], [1], [2, 3], [6, 14], [7]]
+
+
+def test_split_gives_each_server_whole_cores_of_its_own_and_the_client_the_rest():
+    groups = [[c, c + 8] for c in range(8)]  # 16 CPUs: 8 cores of 2 threads
+    plan = cpus.split(groups, ["target/stock", "target/plugin", "target/stock-b"])
+    assert plan["servers"] == {"target/stock": [0, 1, 8, 9], "target/plugin": [2, 3, 10, 11],
+                               "target/stock-b": [4, 5, 12, 13]}
+    assert plan["client"] == [6, 7, 14, 15]
+    assert (plan["cores_per_server"], plan["threads_per_core"]) == (2, 2)
+    every = [c for block in [*plan["servers"].values(), plan["client"]] for c in block]
+    assert sorted(every) == list(range(16))  # each CPU in exactly one block
+    # Six servers on 8 cores: one core each, the client the two left over.
+    six = cpus.split(groups, [f"s{k}" for k in range(6)])
+    assert six["client"] == [6, 7, 14, 15] and six["servers"]["s5"] == [5, 13]
+    with pytest.raises(ValueError, match="3 physical core"):
+        cpus.split(groups[:3], ["a", "b", "c"])
+
+
+def test_a_pinned_command_runs_in_place_on_its_cpus(tmp_path):
+    """The wrapper becomes the server (same pid: the harness stops its
+    group, signals reach it) and the server runs where it was put."""
+    import subprocess
+
+    cpu = max(os.sched_getaffinity(0))
+    probe = "import os; print(os.getpid(), sorted(os.sched_getaffinity(0)))"
+    proc = subprocess.Popen(cpus.pinned([sys.executable, "-c", probe], [cpu]),
+                            stdout=subprocess.PIPE, text=True)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    assert out.split(None, 1) == [str(proc.pid), f"[{cpu}]\n"]
+
+
+def test_split_cpus_put_each_server_and_the_client_apart(tmp_path, monkeypatch):
+    """--evidence-cpus split: every server of the run on its own block, the
+    harness (whose thread runs the client) on the last; the plan is in the
+    report. Four single-thread 'cores' made of this machine's CPUs."""
+    script = tmp_path / "fake_server.py"
+    script.write_text(FAKE_SERVER)
+    monkeypatch.setattr(evidence, "serve_command",
+                        lambda model, port, **kw: [sys.executable, str(script), "--port", str(port)])
+    mine = sorted(os.sched_getaffinity(0))
+    a, b = mine[0], mine[-1]
+    monkeypatch.setattr(cpus, "cores", lambda allowed: [[a], [b], [a], [b]])
+    layout = harness.Layout(tmp_path / "work")
+    try:
+        result = evidence.run_evidence(layout, _settings(evidence_rounds=2, evidence_waves=1,
+                                                         evidence_phases=("target",),
+                                                         evidence_cpus="split"))
+        client = sorted(os.sched_getaffinity(0))
+    finally:
+        os.sched_setaffinity(0, mine)
+    assert result["problems"] == []
+    plan = result["workload"]["cpus"]
+    assert plan["mode"] == "split"
+    assert plan["servers"] == {"target/stock": [a], "target/plugin": [b], "target/stock-b": [a]}
+    assert plan["client"] == [b] and client == [b]
+    for name, where in (("stock", a), ("plugin", b), ("stock-b", a)):
+        log = Path(result["phases"]["target"]["servers"][name]["log"]).read_text()
+        assert f"fake affinity {where}\n" in log, (name, log[:200])
+
+
+def test_too_few_cores_to_split_run_shared_and_say_why(tmp_path, fake_servers, monkeypatch):
+    monkeypatch.setattr(cpus, "cores", lambda allowed: [[0], [1]])
+    mine = sorted(os.sched_getaffinity(0))
+    layout = harness.Layout(tmp_path / "work")
+    result = evidence.run_evidence(layout, _settings(evidence_rounds=2, evidence_waves=1,
+                                                     evidence_phases=("target",),
+                                                     evidence_cpus="split"))
+    assert result["problems"] == []
+    assert result["workload"]["cpus"] == {
+        "mode": "shared",
+        "not_split": "2 physical core(s) cannot give 3 servers and the client one each"}
+    assert sorted(os.sched_getaffinity(0)) == mine  # the client was left where it was
+    log = Path(result["phases"]["target"]["servers"]["plugin"]["log"]).read_text()
+    assert f"fake affinity {','.join(map(str, mine))}\n" in log

@@ -204,3 +204,35 @@ def test_each_listed_equivalent_stands_for_one_survivor():
     assert taken == ["first", "second", None]
     assert used == {0, 2}
     assert ms.equivalent_reason(entries, used, "n.py", "other", "x = 1") is None
+
+
+def test_the_ledger_keeps_each_mutants_last_outcome_in_the_repository(tmp_path, monkeypatch):
+    """Outcomes live in the committed ledger, not the cache: a later line of
+    one mutant (a survivor run again after a new test) replaces its earlier."""
+    monkeypatch.setattr(ms, "LEDGER", tmp_path / "mutants")
+    ms._append("warmup_shape/module.py", {"mutant": "a", "outcome": "survived"})
+    ms._append("warmup_shape/module.py", {"mutant": "b", "outcome": "killed"})
+    ms._append("warmup_shape/module.py", {"mutant": "a", "outcome": "killed"})
+    assert ms._ledger("warmup_shape/module.py") == tmp_path / "mutants" / "warmup_shape__module.jsonl"
+    assert ms._records("warmup_shape/module.py") == {"a": {"mutant": "a", "outcome": "killed"},
+                                                     "b": {"mutant": "b", "outcome": "killed"}}
+    ms._add_time("warmup_shape/module.py", 1.25)
+    ms._add_time("warmup_shape/module.py", 2.0)
+    assert (tmp_path / "mutants" / "warmup_shape__module.seconds").read_text() == "3.2\n"
+
+
+def test_a_new_session_takes_the_outcomes_of_its_own_mutants_only():
+    """On a new machine the session starts empty: each mutant whose mutated
+    file the ledger knows takes its outcome (a time-out is a kill), a record
+    without a usable outcome is run again, and the records of mutants the
+    source no longer has are dropped."""
+    records = {"k1": {"mutant": "k1", "outcome": "killed"},
+               "k2": {"mutant": "k2", "outcome": "timed out"},
+               "k3": {"mutant": "k3", "outcome": "survived"},
+               "k4": {"mutant": "k4"},
+               "old": {"mutant": "old", "outcome": "killed"}}
+    items = [("j1", "k1"), ("j2", "k2"), ("j3", "k3"), ("j4", "k4"), ("j5", "new")]
+    outcomes, keep = ms.resume_plan(records, items)
+    assert outcomes == {"j1": "killed", "j2": "killed", "j3": "survived"}
+    assert list(keep) == ["k1", "k2", "k3", "k4"]
+    assert ms.resume_plan({}, items) == ({}, {})

@@ -34,7 +34,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from engine import bench_serve, jit_log, metrics
+from engine import bench_serve, cpus, jit_log, metrics
 from engine.server import MODEL_NAME, Server, free_port, serve_command
 
 PHASES = {
@@ -248,7 +248,8 @@ def run_evidence(layout, settings, save=lambda r: None) -> dict:
                      "prefix_caching": settings.evidence_client != "bench-serve",
                      "waves": settings.evidence_waves,
                      "max_num_batched_tokens": settings.max_num_batched_tokens,
-                     "top_logprobs": TOP_LOGPROBS},
+                     "top_logprobs": TOP_LOGPROBS,
+                     "cpus": _cpu_plan(members, settings)},
         "starts": [], "phases": {}, "problems": [], "rounds_stopped": None,
     }
     if settings.evidence_client == "bench-serve":
@@ -287,6 +288,20 @@ def run_evidence(layout, settings, save=lambda r: None) -> dict:
     return result
 
 
+def _cpu_plan(members, settings) -> dict:
+    """Where the servers and the client run: ``shared`` (the kernel's
+    choice) or ``split`` (each server on whole cores of its own, the client
+    on the rest: engine/cpus.py). A machine with too few cores to split runs
+    shared, and the plan says why."""
+    if settings.evidence_cpus != "split":
+        return {"mode": "shared"}
+    names = [f"{phase}/{name}" for phase, name, _s, _p in members]
+    try:
+        return {"mode": "split", **cpus.split(cpus.cores(cpus.available()), names)}
+    except ValueError as exc:
+        return {"mode": "shared", "not_split": str(exc)}
+
+
 def _start_wave(group, wave: int, kv_bytes: int, layout, settings, result: dict,
                 servers: dict, save, began: float) -> bool:
     """Starts ``group``'s servers at once and waits for each; True when
@@ -310,11 +325,16 @@ def _start_wave(group, wave: int, kv_bytes: int, layout, settings, result: dict,
             # round after the first would skip its prefill.
             prefix_caching=settings.evidence_client != "bench-serve",
         )
+        plan = result["workload"]["cpus"]
+        if plan.get("servers"):
+            command = cpus.pinned(command, plan["servers"][f"{phase}/{name}"])
         env = server_env(standin, plugin, False, layout)
         log_path = layout.logs / f"evidence-{phase}-{name}.log"
         servers[(phase, name)] = Server(command, env, log_path, port).__enter__()
         result["phases"][phase]["servers"][name] = {"log": str(log_path), "healthy": False}
         launched.append((phase, name))
+    if result["workload"]["cpus"].get("client"):
+        cpus.pin_self(result["workload"]["cpus"]["client"])  # the client's thread runs here
     with ThreadPoolExecutor(max_workers=len(launched)) as pool:
         starts = list(pool.map(lambda key: observe_start(servers[key], settings.start_timeout_s),
                                launched))

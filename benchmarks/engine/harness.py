@@ -110,6 +110,9 @@ class Settings:
     evidence_waves: int = 2
     # The checkpoint's config: "tiny" or "gpu-bound" (engine/checkpoint.py).
     model_size: str = "tiny"
+    # "shared": the kernel places every process; "split": each evidence
+    # server on whole cores of its own, the client on the rest (engine/cpus.py).
+    evidence_cpus: str = "shared"
 
 
 @dataclass
