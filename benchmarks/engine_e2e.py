@@ -139,7 +139,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         default=harness.Settings.evidence_cpus,
                         help="--evidence's host CPUs: shared (the kernel places every process; "
                         "default) or split (each server's processes on whole cores of their "
-                        "own, the benchmark client on the rest)")
+                        "own, the benchmark client on the rest; a first start on a machine "
+                        "then compiles its kernels on those cores only: one H200 host's "
+                        "three servers on 4 cores each were still compiling after 640 s)")
     parser.add_argument("--evidence-phases", default=",".join(harness.Settings.evidence_phases),
                         help="comma-separated, of: target, dspark (default %(default)s)")
     parser.add_argument("--tensor-parallel-size", type=int, default=1,

@@ -966,6 +966,54 @@ def test_runs_q_and_r_read_as_the_readme_says():
     assert "exit_code" not in json.loads((base / "run-R.json").read_text())
 
 
+def test_runs_s_t_and_u_read_as_the_readme_says():
+    """Runs S, T and U, 2026-12-03, one H200, gpu-bound, target phase,
+    4-token prompts: S (each server on 4 cores of its own, cold kernel
+    caches) still compiling when its 640 s start limit ran out; T (shared
+    CPUs, 60 rounds) and U (split CPUs, 37 rounds) clean, tokens and top-5
+    logprobs identical, and a server's TPOT as spread out with the CPUs
+    split as without: the figures the README quotes."""
+    import statistics
+
+    base = REPO / "benchmarks" / "results" / "engine-e2e-2026-12-03"
+    s_run = json.loads((base / "run-S.json").read_text())
+    assert s_run["exit_code"] == 1 and s_run["settings"]["start_timeout_s"] == 640
+    assert s_run["evidence"]["workload"]["cpus"]["cores_per_server"] == 4
+    assert [(st["healthy"], st["timed_out"]) for st in s_run["evidence"]["starts"]] == [
+        (False, True)] * 3
+    names = ("stock", "plugin", "stock-b")
+    quoted = {  # run: cpus, rounds, starts, plugin/stock, stock-b/stock, per-server TPOT CV %
+        "run-T.json": ("shared", 60, [217.2, 219.2, 217.2], (1.0069, 0.9512, 1.0657, 5.85),
+                       (0.9618, 0.9061, 1.021, 6.15), (20.2, 18.8, 19.3)),
+        "run-U.json": ("split", 37, [181.2, 180.2, 182.2], (1.0202, 0.964, 1.0798, 5.84),
+                       (0.9963, 0.9368, 1.0595, 6.34), (16.6, 15.9, 21.4)),
+    }
+    for name, (mode, rounds, starts, mine_q, aa_q, cv_q) in quoted.items():
+        report = json.loads((base / name).read_text())
+        ev = report["evidence"]
+        assert report["exit_code"] == 0 and ev["problems"] == []
+        assert ev["workload"]["cpus"]["mode"] == mode and ev["workload"]["input_len"] == 4
+        assert [st["start_s"] for st in ev["starts"]] == starts
+        phase = ev["phases"]["target"]
+        for pair in ("plugin vs stock", "stock-b vs stock"):
+            got = phase["tokens"][pair]
+            assert got["identical"] and got["logprobs"]["identical"] and got["tokens"] == 512
+        assert len(phase["rounds"]) == rounds and phase["rounds_with_jit"] == 0
+        assert all(evidence.is_clean(r, names) for r in phase["rounds"])
+        again = evidence.phase_ratios(phase["rounds"], *names, "bench_tokens_per_s_per_request")
+        for pair, q in (("plugin/stock", mine_q), ("stock-b/stock", aa_q)):
+            got = again[pair]
+            assert (got["geomean"], got["low"], got["high"], got["half_width_pct"]) == q
+            assert got == phase["bench_tpot"][pair]
+        cv = tuple(round(100 * statistics.pstdev(t) / statistics.mean(t), 1)
+                   for t in ([r[n]["mean_tpot_ms"] for r in phase["rounds"]] for n in names))
+        assert cv == cv_q
+    split = json.loads((base / "run-U.json").read_text())["evidence"]["workload"]["cpus"]
+    assert split["servers"] == {"target/stock": [0, 1, 2, 3], "target/plugin": [4, 5, 6, 7],
+                                "target/stock-b": [8, 9, 10, 11]}
+    assert split["client"] == [12, 13, 14, 15]
+
+
 def _topology(root: Path, siblings: dict[int, str]) -> Path:
     for cpu, text in siblings.items():
         folder = root / f"cpu{cpu}" / "topology"
