@@ -209,7 +209,7 @@ def test_rounds_take_turns_and_stop_before_the_time_limit(tmp_path, fake_servers
     layout = harness.Layout(tmp_path / "work")
     clock = {"now": 0.0}
 
-    def fake_round(phase, out, servers, prompts, settings, round_no, layout=None):
+    def fake_round(phase, out, servers, prompts, settings, round_no, layout=None, probe=None):
         clock["now"] += 10.0  # every round takes 10 s
         out["rounds"].append({"round": round_no, "phase": phase})
 
@@ -674,6 +674,16 @@ def test_bench_serve_rounds_feed_the_intervals(tmp_path, fake_servers, monkeypat
     summary = out["bench_tpot"]
     assert summary["plugin/stock"]["n"] == 4 and summary["stock-b/stock"]["geomean"] == pytest.approx(1.0)
     assert "intervals" in summary["reading"]
+    # What the machine did during each timed batch, and what moved with its TPOT.
+    assert result["workload"]["probes"].startswith("no nvidia-smi on PATH")
+    for r in out["rounds"]:
+        for n in tpot:
+            machine = r[n]["machine"]
+            assert machine["gpu"] is None and machine["server_cpu_s"] >= 0
+            assert machine["client_cpu_s"] >= 0 and machine["seconds"] >= 0
+    for n in tpot:
+        against = out["tpot_against"][n]
+        assert against["server_cpu_s"]["batches"] == 4 and "gpu_sm_mhz" not in against
 
 
 def test_a_round_whose_requests_failed_stops_the_evidence_and_says_so(
@@ -835,7 +845,7 @@ def _rounds_with(monkeypatch, patterns: dict, rounds: int, seconds=None):
               "rounds_stopped": None}
     left = {p: iter(pat) for p, pat in patterns.items()}
 
-    def fake_round(phase, out, servers, prompts, settings, round_no, layout=None):
+    def fake_round(phase, out, servers, prompts, settings, round_no, layout=None, probe=None):
         names = [m[0] for m in evidence.PHASES[phase][1]]
         compiled = next(left[phase])
         out["rounds"].append({"round": round_no, **{

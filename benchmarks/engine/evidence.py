@@ -34,7 +34,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from engine import bench_serve, cpus, jit_log, metrics
+from engine import bench_serve, cpus, jit_log, metrics, probes
 from engine.server import MODEL_NAME, Server, free_port, serve_command
 
 PHASES = {
@@ -249,7 +249,8 @@ def run_evidence(layout, settings, save=lambda r: None) -> dict:
                      "waves": settings.evidence_waves,
                      "max_num_batched_tokens": settings.max_num_batched_tokens,
                      "top_logprobs": TOP_LOGPROBS,
-                     "cpus": _cpu_plan(members, settings)},
+                     "cpus": _cpu_plan(members, settings),
+                     "probes": None},
         "starts": [], "phases": {}, "problems": [], "rounds_stopped": None,
     }
     if settings.evidence_client == "bench-serve":
@@ -262,6 +263,7 @@ def run_evidence(layout, settings, save=lambda r: None) -> dict:
     save(result)
     began = time.monotonic()
     servers: dict = {}
+    probe = None
     try:
         waves = (members,) if settings.evidence_waves == 1 else (members[:1], members[1:])
         for wave, group in enumerate(waves):
@@ -274,12 +276,20 @@ def run_evidence(layout, settings, save=lambda r: None) -> dict:
         for phase in ready:
             _collect_outputs(phase, result["phases"][phase], servers, prompts, settings, layout)
             save(result)
-        _run_rounds(ready, result, servers, prompts, settings, began, save, layout)
+        if ready:
+            # Clocks, power and CPU time around each timed batch (engine/probes.py).
+            probe = probes.Probe(probes.GpuSampler())
+            result["workload"]["probes"] = probe.gpu.problem or (
+                f"nvidia-smi every {probes.SAMPLE_MS} ms; CPU time of each server's process "
+                "group and of the client")
+        _run_rounds(ready, result, servers, prompts, settings, began, save, layout, probe)
     except Exception as exc:  # reported, not raised
         result["problems"].append(f"evidence: {exc!r}")
     finally:
         from engine.harness import _read_kv
 
+        if probe is not None:
+            probe.gpu.stop()
         _stop_all(servers.values())
         for phase, out in result["phases"].items():
             _read_kv(out["servers"])
@@ -394,14 +404,18 @@ class RoundFailed(RuntimeError):
     """A ``vllm bench serve`` round in which not every request completed."""
 
 
-def _bench_round(server, layout, settings, seed: int) -> dict:
+def _bench_round(server, layout, settings, seed: int, probe=None) -> dict:
     """One ``vllm bench serve`` against ``server``, with the server's own
-    time-per-output-token histogram read before and after."""
+    time-per-output-token histogram read before and after (and, given a
+    ``probe``, what the machine did meanwhile)."""
     before = metrics.histogram(server.metrics_text(), metrics.TPOT)
+    pgid = _pgid(server)
+    start = probe.before(pgid) if probe else None
     began = time.time()
     figures, _printed = bench_serve.run(_bench_argv(f"http://127.0.0.1:{server.port}", layout,
                                                     settings, seed))
     ended = time.time()
+    machine = probe.after(start, pgid) if probe else None
     failed, completed = figures.get("failed") or 0, figures.get("completed")
     if failed or (completed is not None and completed < settings.evidence_batch):
         # A round whose requests failed is no measurement, nor a clean
@@ -416,7 +430,15 @@ def _bench_round(server, layout, settings, seed: int) -> dict:
             "tokens_per_s": _round(figures.get("output_throughput")),
             "server_tokens_per_s_per_request": _round(_server_rate(before, after)),
             "seconds": round(ended - began, 4),
-            "began_unix": round(began, 3), "ended_unix": round(ended, 3)}
+            "began_unix": round(began, 3), "ended_unix": round(ended, 3),
+            **({"machine": machine} if machine else {})}
+
+
+def _pgid(server) -> int | None:
+    """The process group of ``server``'s processes (it starts in a session
+    of its own), None for a server without a process."""
+    proc = getattr(server, "proc", None)
+    return getattr(proc, "pid", None)
 
 
 def _warm_up(server, side: dict, layout, settings) -> list[dict]:
@@ -433,7 +455,7 @@ def _warm_up(server, side: dict, layout, settings) -> list[dict]:
 
 
 def _run_rounds(phases: list[str], result: dict, servers: dict, prompts, settings,
-                began: float, save, layout=None) -> None:
+                began: float, save, layout=None, probe=None) -> None:
     """Rounds until each phase has ``evidence_rounds`` clean ones (no
     server's log showing a kernel compiled or first loaded during its
     batch; the others are kept, counted and left out of the clean reading),
@@ -461,7 +483,7 @@ def _run_rounds(phases: list[str], result: dict, servers: dict, prompts, setting
         for phase in due:
             t0 = time.monotonic()
             _one_round(phase, result["phases"][phase], servers, prompts, settings, round_no,
-                       layout)
+                       layout, probe=probe)
             last[phase] = time.monotonic() - t0
             save(result)
     if any(_clean_rounds(p, result["phases"][p]) < settings.evidence_rounds for p in phases):
@@ -503,14 +525,14 @@ def _batch_jit(side: dict, batch: dict) -> list[str] | None:
 
 
 def _one_round(phase: str, out: dict, servers: dict, prompts, settings, round_no: int,
-               layout=None) -> None:
+               layout=None, probe=None) -> None:
     names = [m[0] for m in PHASES[phase][1]]
     one: dict = {"round": round_no, "order": rotated(names, round_no)}
     for name in one["order"]:
         server = servers[(phase, name)]
         if settings.evidence_client == "bench-serve":
             # The same prompts for every server and every round.
-            one[name] = _bench_round(server, layout, settings, seed=BENCH_SEED)
+            one[name] = _bench_round(server, layout, settings, seed=BENCH_SEED, probe=probe)
             continue
         before = metrics.histogram(server.metrics_text(), metrics.TPOT)
         began = time.time()
@@ -581,6 +603,9 @@ def _summarize_phase(out: dict, base: str, other: str, control: str) -> None:
             ratios = phase_ratios(rounds, base, other, control, key)
             ratios["reading"] = relative_to_aa(ratios, other, control, base)
             out[name + suffix] = ratios
+    # What moves with a batch's TPOT on each server, over the clean rounds.
+    out["tpot_against"] = {n: probes.against_tpot([r[n] for r in clean if isinstance(r.get(n), dict)])
+                           for n in (base, other, control)}
 
 
 def start_comparisons(starts: list[dict]) -> dict:

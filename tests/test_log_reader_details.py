@@ -1,0 +1,308 @@
+"""What ``diagnose`` says of logs that turn on the log reader's details: how
+far back a timestamp must go to count as a step (month ends, steps forward,
+the traceback headers of a log read bottom up), which lines vLLM's and log
+pipelines' shapes make processes and tracebacks of (Ray's
+``[repeated Nx across cluster]``, DEBUG-level file paths, a bare traceback
+before ``[rank0]:`` lines, a Python dict that is not JSON, the same pid in
+two nodes' logs), the line counts it prints, and the caps on what it keeps
+(processes, names, tracebacks, the text of a death). Each log is written in
+vLLM's line shape, as the server writes it."""
+
+from __future__ import annotations
+
+import json
+
+from dspark_attn_plugin import diagnose
+from dspark_attn_plugin.log_reader import MAX_PROCESSES
+
+from test_diagnose import diagnosed, run
+from test_diagnose_corpus import CRASH, PROTECTED, _json_records, text_of
+from test_log_formats import loki_newest_first
+
+PATCHED = ("dspark-attn-plugin patched vllm.models.deepseek_v4.nvidia.flashmla."
+           "DeepseekV4FlashMLAAttention.forward_mqa on vLLM 0.26.0: SWA-only layers warm up "
+           "without topk_indices_buffer (backport of vllm-project/vllm#50693)")
+
+
+def logged(process: str, when: str, where: str, message: str, level: str = "INFO") -> str:
+    """One line as vLLM writes it: ``(process) LEVEL MM-DD HH:MM:SS [file:N] message``."""
+    return f"({process}) {level} {when} [{where}] {message}"
+
+
+def protected_start(when: list[str]) -> list[str]:
+    """A DeepSeek-V4 server that got past its warmup patched, its lines
+    stamped ``when`` (five times, oldest first)."""
+    return [
+        logged("APIServer pid=100", when[0], "model.py:623", "Resolved architecture: DeepseekV4ForCausalLM"),
+        logged("EngineCore pid=200", when[1], "instrumentation.py:144", PATCHED),
+        logged("EngineCore pid=200", when[2], "model_runner.py:305",
+               "Model loading took 0.58 GiB and 15.8 seconds"),
+        logged("EngineCore pid=200", when[3], "gpu_worker.py:400", "Available KV cache memory: 10.00 GiB"),
+        logged("APIServer pid=100", when[4], "launcher.py:1", "Application startup complete."),
+    ]
+
+
+def traceback_50615(head: str) -> list[str]:
+    """The #50615 traceback, each line after ``head`` (a process's prefix
+    and log head)."""
+    return [head + line for line in (
+        "Traceback (most recent call last):",
+        '  File "/v/vllm/v1/worker/gpu_worker.py", line 488, in determine_available_memory',
+        "    self.model_runner.profile_run()",
+        '  File "/v/vllm/v1/worker/gpu/model_runner.py", line 674, in profile_run',
+        "    hidden_states, sample_hidden_states = self._dummy_run(",
+        '  File "/v/vllm/models/deepseek_v4/nvidia/flashmla.py", line 90, in forward_mqa',
+        "    assert self.topk_indices_buffer is not None",
+        "AssertionError",
+    )]
+
+
+# --- which way a log reads --------------------------------------------------------
+
+
+def test_a_log_read_newest_first_over_the_midnight_that_ends_a_month_is_said_to_be():
+    """Loki's newest-first export of a start that ran over 10-31 24:00 is said to read newest first."""
+    lines = protected_start(["10-31 23:59:58", "10-31 23:59:58", "11-01 00:00:00",
+                             "11-01 00:00:02", "11-01 00:00:02"])
+    d = diagnosed(loki_newest_first(lines))
+    assert (d.verdict, d.exit_code) == ("inconclusive", 2), d.summary
+    assert "reads newest first (its timestamps go back 2 times)" in d.summary
+
+
+def test_a_one_second_step_back_over_a_31_day_month_s_end_is_no_step():
+    """Newest first, a second back over 10-31 24:00 is no step: "go back 2 times", not 3."""
+    lines = protected_start(["10-31 23:59:57", "10-31 23:59:59", "11-01 00:00:00",
+                             "11-01 00:00:02", "11-01 00:00:02"])
+    d = diagnosed(loki_newest_first(lines))
+    assert d.exit_code == 2
+    assert "its timestamps go back 2 times" in d.summary, d.summary
+
+
+def test_a_newest_first_log_with_one_line_out_of_order_is_said_to_read_newest_first():
+    """Two steps back against one forward (a line flushed late) still read newest first."""
+    lines = [
+        logged("APIServer pid=100", "12-03 10:00:12", "model.py:623",
+               "Resolved architecture: DeepseekV4ForCausalLM"),
+        logged("EngineCore pid=200", "12-03 10:00:12", "instrumentation.py:144", PATCHED),
+        logged("EngineCore pid=200", "12-03 10:00:12", "model_runner.py:305",
+               "Model loading took 0.58 GiB and 15.8 seconds"),
+        logged("APIServer pid=100", "12-03 10:00:18", "api_server.py:1",
+               "Starting vLLM API server 0 on http://0.0.0.0:8000"),
+        logged("EngineCore pid=200", "12-03 10:00:16", "gpu_worker.py:400",
+               "Available KV cache memory: 10.00 GiB"),
+        logged("APIServer pid=100", "12-03 10:00:20", "launcher.py:1", "Application startup complete."),
+    ]
+    d = diagnosed(loki_newest_first(lines))
+    assert (d.verdict, d.exit_code) == ("inconclusive", 2), d.summary
+    assert "reads newest first (its timestamps go back 2 times)" in d.summary
+
+
+def test_the_logs_of_nodes_started_before_the_head_are_not_said_to_read_newest_first(tmp_path):
+    """Three nodes' logs, each in order, the later ones starting earlier, are judged: protected."""
+    head = protected_start(["12-03 10:00:10", "12-03 10:00:15", "12-03 10:00:20",
+                            "12-03 10:00:25", "12-03 10:00:30"])
+
+    def node(worker: str, start: str) -> list[str]:
+        return [
+            logged(worker, start, "instrumentation.py:144", PATCHED),
+            logged(worker, "12-03 10:00:20", "model_runner.py:305",
+                   "Model loading took 0.58 GiB and 15.8 seconds"),
+            logged(worker, "12-03 10:00:25", "gpu_worker.py:400", "Available KV cache memory: 10.00 GiB"),
+        ]
+
+    paths = []
+    for name, lines in (("head.log", head), ("node-1.log", node("Worker_TP1 pid=301", "12-03 10:00:05")),
+                        ("node-2.log", node("Worker_TP2 pid=302", "12-03 10:00:02"))):
+        (tmp_path / name).write_text("\n".join(lines) + "\n")
+        paths.append(tmp_path / name)
+    proc = run(*paths)
+    assert proc.returncode == 0, proc.stdout.decode()
+    assert proc.stdout.startswith(b"Protected:")
+
+
+def test_a_log_read_bottom_up_by_its_traceback_headers_is_said_to_read_newest_first():
+    """Two workers' tracebacks of one second, newest first: their headers come after their frames."""
+    lines = []
+    for worker in ("Worker_TP0 pid=300", "Worker_TP1 pid=301"):
+        head = f"({worker}) ERROR 12-01 01:51:26 [multiproc_executor.py:1007] "
+        lines += [head + "WorkerProc hit an exception."] + traceback_50615(head)
+    d = diagnosed(loki_newest_first(lines))
+    assert (d.verdict, d.exit_code) == ("inconclusive", 2)
+    assert "reads newest first (its timestamps go back 2 times)" in d.summary, d.summary
+
+
+# --- what lines are read as ---------------------------------------------------------
+
+
+def test_ray_s_repeated_lines_are_each_worker_s_own_crash():
+    """A worker's traceback that Ray deduplicated (``[repeated 1x across cluster]``) is its #50615 crash."""
+    lines = [logged("APIServer pid=100", "12-01 10:00:00", "model.py:623",
+                    "Resolved architecture: DeepseekV4ForCausalLM")]
+    for pid in (500, 501):
+        lines.append(logged(f"RayWorkerWrapper pid={pid}, ip=10.0.0.1", "12-01 10:00:10",
+                            "model_runner.py:305", "Model loading took 0.58 GiB and 15.8 seconds"))
+    for pid, repeated in ((500, ""), (501, " [repeated 1x across cluster]")):
+        head = f"(RayWorkerWrapper pid={pid}, ip=10.0.0.1) ERROR 12-01 10:00:30 [worker_base.py:620] "
+        lines += [line + repeated for line in traceback_50615(head)]
+    d = diagnosed("\n".join(lines) + "\n")
+    assert d.exit_code == 1, d.summary
+    assert d.crash["processes"] == ["RayWorkerWrapper pid=500", "RayWorkerWrapper pid=501"]
+    assert "in RayWorkerWrapper pid=500, RayWorkerWrapper pid=501." in d.summary
+
+
+def test_a_worker_logging_with_debug_paths_from_gpu_worker_still_runs_the_model():
+    """DEBUG-level heads name paths (``[v1/worker/gpu_worker.py:N]``): TP1 still runs the model."""
+    lines = [
+        logged("APIServer pid=100", "12-03 10:00:00", "entrypoints/openai/api_server.py:1",
+               "vLLM API server version 0.26.0"),
+        logged("APIServer pid=100", "12-03 10:00:00", "config/model.py:623",
+               "Resolved architecture: DeepseekV4ForCausalLM"),
+        logged("Worker_TP0 pid=201", "12-03 10:00:10", "instrumentation.py:144", PATCHED),
+        logged("Worker_TP0 pid=201", "12-03 10:00:10", "v1/worker/gpu/model_runner.py:305",
+               "Model loading took 0.58 GiB and 15.8 seconds"),
+        logged("Worker_TP1 pid=202", "12-03 10:00:10", "v1/worker/gpu_worker.py:250",
+               "worker init: local_rank=1", level="DEBUG"),
+        logged("Worker_TP1 pid=202", "12-03 10:00:10", "v1/worker/gpu_worker.py:378",
+               "Using V2 Model Runner"),
+        logged("Worker_TP0 pid=201", "12-03 10:00:12", "v1/worker/gpu_worker.py:400",
+               "Available KV cache memory: 10.00 GiB"),
+        logged("Worker_TP1 pid=202", "12-03 10:00:12", "v1/worker/gpu_worker.py:400",
+               "Available KV cache memory: 10.00 GiB"),
+        logged("APIServer pid=100", "12-03 10:00:20", "entrypoints/launcher.py:1",
+               "Application startup complete."),
+    ]
+    d = diagnosed("\n".join(lines) + "\n")
+    assert d.exit_code == 2, d.summary
+    assert "not in effect in Worker_TP1 pid=202" in d.summary
+
+
+def test_a_crash_under_rank0_after_a_bare_traceback_is_the_50615_crash():
+    """An unprefixed traceback (a spawned helper's) does not stop torch's ``[rank0]: `` being read."""
+    lines = [
+        "INFO 12-01 10:00:00 [model.py:623] Resolved architecture: DeepseekV4ForCausalLM",
+        "INFO 12-01 10:00:01 [core.py:116] Initializing a V1 LLM engine (v0.26.0) with config: "
+        "model='/models/DeepSeek-V4-Flash'",
+        "Traceback (most recent call last):",
+        '  File "<string>", line 1, in <module>',
+        '  File "/usr/lib/python3.12/multiprocessing/spawn.py", line 122, in spawn_main',
+        "    exitcode = _main(fd, parent_sentinel)",
+        '  File "/usr/lib/python3.12/multiprocessing/spawn.py", line 131, in _main',
+        "    prepare(preparation_data)",
+        "ModuleNotFoundError: No module named 'bench_offline'",
+        "INFO 12-01 10:00:20 [model_runner.py:305] Model loading took 0.58 GiB and 15.8 seconds",
+    ] + traceback_50615("[rank0]: ")
+    d = diagnosed("\n".join(lines) + "\n")
+    assert (d.verdict, d.exit_code) == ("crash-50615", 1), d.summary
+    assert d.crash["statement"] == "assert self.topk_indices_buffer is not None"
+
+
+def test_a_python_dict_line_that_is_not_json_is_read_as_a_line():
+    """An offline script's printed dict (``{'model': ...}``) before the crash: still the crash, no error."""
+    text = "{'model': '/models/DeepSeek-V4-Flash', 'tensor_parallel_size': 1}\n" + text_of(CRASH)
+    d = diagnosed(text)
+    assert (d.verdict, d.exit_code) == ("crash-50615", 1), d.summary
+
+
+def test_the_same_pid_in_two_nodes_logs_is_two_processes(tmp_path):
+    """Two containers' logs (pid 200 in each) given together: the unpatched one is named, exit 2."""
+    node0 = protected_start(["12-01 10:00:00", "12-01 10:00:10", "12-01 10:00:12",
+                             "12-01 10:00:14", "12-01 10:00:20"])
+    node0 = [line.replace("(EngineCore pid=200)", "(EngineCore_DP0 pid=200)") for line in node0]
+    node1 = [
+        logged("EngineCore_DP1 pid=200", "12-01 10:00:12", "model_runner.py:305",
+               "Model loading took 0.58 GiB and 15.8 seconds"),
+        logged("EngineCore_DP1 pid=200", "12-01 10:00:14", "gpu_worker.py:400",
+               "Available KV cache memory: 10.00 GiB"),
+    ]
+    (tmp_path / "node-0.log").write_text("\n".join(node0) + "\n")
+    (tmp_path / "node-1.log").write_text("\n".join(node1) + "\n")
+    proc = run(tmp_path / "node-0.log", tmp_path / "node-1.log")
+    assert proc.returncode == 2, proc.stdout.decode()
+    assert b"not in effect in EngineCore_DP1 pid=200" in proc.stdout
+
+
+def test_a_text_that_is_no_vllm_log_is_said_to_be_none():
+    """A pip log, not a server's: "the input is not a vLLM log"; nothing at all: "the input is empty"."""
+    pip = ("Collecting vllm==0.26.0\n"
+           "  Downloading vllm-0.26.0-cp38-abi3-manylinux1_x86_64.whl (400.1 MB)\n"
+           "Successfully installed vllm-0.26.0\n")
+    d = diagnosed(pip)
+    assert d.summary == "Nothing conclusive: the input is not a vLLM log (no vLLM log line in it)."
+    assert diagnosed("").summary == "Nothing conclusive: the input is empty."
+
+
+# --- what is counted, and the caps ---------------------------------------------------------
+
+
+def test_a_json_lines_log_is_said_to_hold_as_many_lines_as_it_has():
+    """docker's json-file log: one record a line, each counted once in "(N lines read; ...)"."""
+    records = _json_records(text_of(PROTECTED), docker=True)
+    count = len(records.splitlines())
+    d = diagnosed(records)
+    assert d.exit_code == 0, d.summary
+    assert d.lines_read == count
+    assert diagnose.render(d).endswith(f"({count:,} lines read; exit 0)")
+
+
+def test_a_long_death_line_is_quoted_to_300_characters():
+    """Ray's long "A worker died" line is quoted in the summary cut at 300 characters."""
+    death = (
+        "A worker died or was killed while executing a task by an unexpected system error. To "
+        "troubleshoot the problem, check the logs for the dead worker. RayTask ID: "
+        "ffffffffffffffff0d3c7a8e01000000 Worker ID: 5a2f Node ID: 9b1c Worker IP address: 10.0.0.1 "
+        "Worker port: 10002 Worker PID: 500 Worker exit type: SYSTEM_ERROR Worker exit detail: Worker "
+        "unexpectedly exits with a connection error code 2. End of file. There are some potential root "
+        "causes. (1) The process is killed by SIGKILL by OOM killer due to high memory usage. (2) ray "
+        "stop --force is called. (3) The worker is crashed unexpectedly due to SIGSEGV or other "
+        "unexpected errors."
+    )
+    assert len(death) > 301
+    lines = [
+        logged("APIServer pid=100", "12-01 10:00:00", "model.py:623",
+               "Resolved architecture: DeepseekV4ForCausalLM"),
+        logged("RayWorkerWrapper pid=500, ip=10.0.0.1", "12-01 10:00:10", "model_runner.py:305",
+               "Model loading took 0.58 GiB and 15.8 seconds"),
+        "(raylet) " + death,
+    ]
+    d = diagnosed("\n".join(lines) + "\n")
+    assert (d.verdict, d.exit_code) == ("other-crash", 3), d.summary
+    assert f"a process died ({death[:300]}), at line 3 of the log" in d.summary
+
+
+def test_the_processes_reported_stop_at_the_cap():
+    """A Ray cluster of 600 worker pids: the report lists MAX_PROCESSES of them and one for the rest."""
+    lines = [logged(f"RayWorkerWrapper pid={1000 + i}, ip=10.0.0.1", "12-01 10:00:00",
+                    "worker.py:1", "Worker started") for i in range(600)]
+    d = diagnosed("\n".join(lines) + "\n")
+    assert len(d.processes) == MAX_PROCESSES + 1
+
+
+def test_the_names_a_process_is_reported_under_stop_at_eight():
+    """A pid that logs under nine names is reported under its first eight (and named by them)."""
+    names = ["Worker", "Worker_DP0", "Worker_TP0", "Worker_PP0", "Worker_EP0", "Worker_DP0_TP0",
+             "Worker_DP0_PP0", "Worker_TP0_EP0", "Worker_DP0_TP0_PP0_EP0"]
+    lines = [logged(f"{name} pid=300", "12-01 10:00:00", "parallel_state.py:1", f"rank 0 as {name}")
+             for name in names]
+    d = diagnosed("\n".join(lines) + "\n")
+    [process] = d.processes
+    assert process["names"] == names[:8]
+    assert process["process"] == "Worker_DP0_TP0 pid=300"
+
+
+def test_a_process_s_reported_errors_are_its_first_two_and_the_oldest_of_its_last_six():
+    """Ten failed requests' tracebacks: the JSON report's errors are the 1st, 2nd and 5th."""
+    lines = []
+    for i in range(1, 11):
+        head = f"(APIServer pid=100) ERROR 12-01 10:01:{i:02d} [serving_chat.py:300] "
+        lines += [
+            head + "Traceback (most recent call last):",
+            head + '  File "/v/vllm/entrypoints/openai/serving_chat.py", line 300, in create_chat_completion',
+            head + "    generator = self.engine_client.generate(",
+            head + f"ValueError: request chatcmpl-{i}: the prompt is longer than max_model_len",
+        ]
+    proc = run("-", "--json", stdin=("\n".join(lines) + "\n").encode())
+    report = json.loads(proc.stdout)
+    [api] = report["processes"]
+    assert api["tracebacks"] == 10
+    assert [e["message"].split(":")[0] for e in api["errors"]] == [
+        "request chatcmpl-1", "request chatcmpl-2", "request chatcmpl-5"]
