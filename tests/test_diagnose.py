@@ -129,6 +129,9 @@ EXPECTED = {
     "engine-e2e-2026-12-03/run-U-target-stock.log.gz": 2,
     "engine-e2e-2026-12-03/run-U-target-stock-b.log.gz": 2,
     "engine-e2e-2026-12-03/run-U-target-plugin.log.gz": 0,
+    "engine-e2e-2026-12-04/run-V-target-stock.log.gz": 2,
+    "engine-e2e-2026-12-04/run-V-target-stock-b.log.gz": 2,
+    "engine-e2e-2026-12-04/run-V-target-plugin.log.gz": 0,
 }
 
 

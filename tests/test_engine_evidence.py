@@ -1024,6 +1024,50 @@ def test_runs_s_t_and_u_read_as_the_readme_says():
     assert split["client"] == [12, 13, 14, 15]
 
 
+def test_run_v_reads_as_the_readme_says():
+    """Run V, 2026-12-04, one H200, gpu-bound, target phase, 4-token prompts,
+    shared CPUs, cold kernel caches: 240 clean rounds put the A/A interval
+    under ±3 %, tokens and top-5 logprobs identical, the SM clock at 1980 MHz
+    in every batch and the GPU idler in slow batches than in fast ones: the
+    figures the READMEs quote."""
+    import statistics
+
+    report = json.loads((REPO / "benchmarks" / "results" / "engine-e2e-2026-12-04"
+                         / "run-V.json").read_text())
+    ev = report["evidence"]
+    names = ("stock", "plugin", "stock-b")
+    assert report["exit_code"] == 0 and ev["problems"] == []
+    assert ev["workload"]["cpus"]["mode"] == "shared" and ev["workload"]["input_len"] == 4
+    assert [st["start_s"] for st in ev["starts"]] == [504.4, 504.4, 503.3]
+    phase = ev["phases"]["target"]
+    for pair in ("plugin vs stock", "stock-b vs stock"):
+        got = phase["tokens"][pair]
+        assert got["identical"] and got["logprobs"]["identical"] and got["tokens"] == 512
+    assert len(phase["rounds"]) == 240 and phase["rounds_with_jit"] == 0
+    assert all(evidence.is_clean(r, names) for r in phase["rounds"])
+    for key, quoted in (("bench_tokens_per_s_per_request",
+                         {"plugin/stock": (1.017, 0.99, 1.0447, 2.73),
+                          "stock-b/stock": (1.023, 0.9971, 1.0496, 2.6)}),
+                        ("server_tokens_per_s_per_request",
+                         {"plugin/stock": (1.017, 0.9899, 1.0449, 2.74),
+                          "stock-b/stock": (1.0232, 0.9972, 1.0498, 2.61)})):
+        again = evidence.phase_ratios(phase["rounds"], *names, key)
+        for pair, q in quoted.items():
+            got = again[pair]
+            assert (got["geomean"], got["low"], got["high"], got["half_width_pct"]) == q
+    for n in names:
+        batches = [r[n] for r in phase["rounds"]]
+        assert {b["machine"]["gpu"]["sm_mhz_min"] for b in batches} == {1980.0}
+        tpot = [b["mean_tpot_ms"] for b in batches]
+        assert 17.0 <= round(100 * statistics.pstdev(tpot) / statistics.mean(tpot), 1) <= 18.0
+        util = {speed: statistics.mean(b["machine"]["gpu"]["util_pct_mean"] for b in batches
+                                       if (b["mean_tpot_ms"] < 5.8) == (speed == "fast")
+                                       and (b["mean_tpot_ms"] > 7.3 or speed == "fast"))
+                for speed in ("fast", "slow")}
+        assert 46 <= round(util["fast"]) <= 48 and 34 <= round(util["slow"]) <= 35
+        assert round(statistics.mean(b["machine"]["gpu"]["util_pct_mean"] for b in batches)) in (40, 41)
+
+
 def _topology(root: Path, siblings: dict[int, str]) -> Path:
     for cpu, text in siblings.items():
         folder = root / f"cpu{cpu}" / "topology"
