@@ -428,24 +428,55 @@ def _enclosing(module: str, line: int) -> tuple[int, int] | None:
     return best
 
 
+def _import_time_scope(module: str, line: int) -> tuple[int, int] | None:
+    """Where a change to ``line`` shows when the line runs at import, not
+    when it is called: a ``def`` line or decorator (default values) is seen
+    by every call of its function, a line at module level or in a class
+    body (constants, dataclass defaults, aliases) by anything that uses the
+    module. The span whose tests are to run, or None for a line that runs
+    in a function's body."""
+    tree = ast.parse((PRISTINE / "dspark_attn_plugin" / module).read_text(encoding="utf-8"))
+    best = None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+            if first <= line <= node.end_lineno and (best is None or first >= best[0]):
+                best = (first, node)
+    if best is None:
+        return (1, 10**9)
+    first, node = best
+    body = node.body if isinstance(node.body, list) else [node.body]
+    return (first, node.end_lineno) if line < body[0].lineno else None
+
+
 def select_tests(mapping: dict, module: str, changed: list[int]) -> tuple[list[str], str]:
     """The tests that executed ``changed`` (line numbers of the current
     source, put in the map's numbering); where none did, or a line is new
     since the map, those that executed any line of the enclosing function
-    or class (the module, at module level)."""
+    or class (the module, at module level). A line that runs at import
+    (``_import_time_scope``) also takes the tests of what sees it: the
+    map credits an import to whichever test imported the module first."""
     per_line = mapping["lines"].get(module, {})
     current = (PRISTINE / "dspark_attn_plugin" / module).read_text(encoding="utf-8")
     into = _line_translation(current, mapping["sources"].get(module, ""))
+
+    def tests_within(lo: int, hi: int) -> set[str]:
+        return {k for ln, ks in per_line.items()
+                for cur, old in into.items() if old == int(ln) and lo <= cur <= hi
+                for k in ks}
+
     keys = {k for line in changed for k in per_line.get(str(into.get(line)), ())}
     how = "lines"
     if not keys or any(line not in into for line in changed):
         for line in changed:
             scope = _enclosing(module, line)
-            lo, hi = scope if scope else (1, 10**9)
-            keys |= {k for ln, ks in per_line.items()
-                     for cur, old in into.items() if old == int(ln) and lo <= cur <= hi
-                     for k in ks}
+            keys |= tests_within(*(scope if scope else (1, 10**9)))
         how = "scope"
+    spans = [s for s in (_import_time_scope(module, line) for line in changed) if s]
+    if spans:
+        for span in spans:
+            keys |= tests_within(*span)
+        how = "import"
     unseen = set(mapping.get("unseen", ())) - keys
     if unseen:
         keys |= unseen

@@ -69,10 +69,35 @@ def test_a_mutant_runs_the_tests_of_its_lines_else_of_its_function(pristine_m):
         "lines": {"m.py": {"5": ["k1", "k2"], "6": ["k1"], "13": ["k3"]}},
     }
     assert ms.select_tests(mapping, "m.py", [5]) == (["t.py::fast", "t.py::slow"], "lines")
-    # Line 4 (the def line, run at import) has no test of its own: the function's.
-    assert ms.select_tests(mapping, "m.py", [4]) == (["t.py::fast", "t.py::slow"], "scope")
-    assert ms.select_tests(mapping, "m.py", [12]) == (["u.py::other"], "scope")
+    # Line 4, a def line (its defaults), runs at import: every test of the function.
+    assert ms.select_tests(mapping, "m.py", [4]) == (["t.py::fast", "t.py::slow"], "import")
+    assert ms.select_tests(mapping, "m.py", [12]) == (["u.py::other"], "import")
     assert ms._test_files(mapping, "m.py") == ["u.py", "t.py"]  # the fastest file first
+
+
+def test_a_mutant_of_a_line_run_at_import_runs_every_test_that_sees_it(pristine_m):
+    """The map credits a module's import to the test that imported it first
+    (one that starts the CLI in a child process, say); a constant, a class
+    attribute's default or a def line's default is seen by every test of
+    what uses it, not by that one."""
+    mapping = {
+        "sources": {"m.py": SOURCE},
+        "tests": {"k1": {"nodeid": "t.py::slow", "seconds": 2.0},
+                  "k2": {"nodeid": "t.py::fast", "seconds": 0.1},
+                  "k3": {"nodeid": "u.py::other", "seconds": 0.5},
+                  "k4": {"nodeid": "cli.py::imports_first", "seconds": 1.0}},
+        "lines": {"m.py": {"1": ["k4"], "4": ["k4"], "10": ["k4"], "12": ["k4"],
+                           "5": ["k1", "k2"], "6": ["k1"], "13": ["k3"]}},
+    }
+    every = ["t.py::fast", "u.py::other", "cli.py::imports_first", "t.py::slow"]
+    assert ms.select_tests(mapping, "m.py", [10]) == (every, "import")  # a class attribute
+    assert ms.select_tests(mapping, "m.py", [1]) == (every, "import")   # module level
+    assert ms.select_tests(mapping, "m.py", [4]) == (
+        ["t.py::fast", "cli.py::imports_first", "t.py::slow"], "import")
+    assert ms.select_tests(mapping, "m.py", [12]) == (
+        ["u.py::other", "cli.py::imports_first"], "import")
+    # A line in a function's body runs when called: its own tests.
+    assert ms.select_tests(mapping, "m.py", [13]) == (["u.py::other"], "lines")
 
 
 def test_a_test_that_ran_the_plugin_unseen_runs_against_every_mutant(pristine_m):
@@ -87,7 +112,7 @@ def test_a_test_that_ran_the_plugin_unseen_runs_against_every_mutant(pristine_m)
     }
     assert ms.select_tests(mapping, "m.py", [5]) == (["t.py::fast", "s.py::dash_capital_s"],
                                                      "lines+unseen")
-    assert ms.select_tests(mapping, "m.py", [12]) == (["s.py::dash_capital_s"], "scope+unseen")
+    assert ms.select_tests(mapping, "m.py", [12]) == (["s.py::dash_capital_s"], "import+unseen")
     del mapping["unseen"]  # a map made before unseen tests were marked
     assert ms.select_tests(mapping, "m.py", [5]) == (["t.py::fast"], "lines")
 
