@@ -257,3 +257,258 @@ def test_a_long_death_message_is_quoted_to_its_first_200_characters():
     d = diagnosed(text)
     assert d.exit_code == 3
     assert f" A process died: {message[:200]}. dspark-attn-plugin does not address it." in d.summary
+
+
+# --- more of what the report says (survivors of the 2026-12-04 mutation run) --------
+
+
+RESCUE = "(EngineCore pid=200) INFO 12-03 10:00:11 [flashmla.py:1] dspark-attn-plugin: {} " \
+         "warmed up without topk_indices_buffer; stock vLLM would have stopped here\n"
+
+
+def test_the_protected_summary_counts_the_processes_that_warmed_up_through_the_fix():
+    """One process rescued two layers: "1 of them", and the first layer named."""
+    lines = protected_start().splitlines(keepends=True)
+    text = "".join(lines[:6] + [RESCUE.format("model.layers.16.attn"),
+                                RESCUE.format("model.layers.17.attn")] + lines[6:])
+    d = diagnosed(text)
+    assert d.verdict == "protected", d.summary
+    assert "(EngineCore pid=200); 1 of them warmed up an SWA-only layer" in d.summary
+    assert ("  EngineCore pid=200  runs the model; plugin: patched (vLLM 0.26.0); warmed up "
+            "model.layers.16.attn through the fix") in diagnose.render(d).splitlines()
+
+
+def test_a_crash_without_any_plugin_line_is_remedied_by_installing_the_plugin():
+    """No plugin line and no plugin list in the log: install it (not VLLM_PLUGINS)."""
+    d = diagnosed(crashed_start())
+    assert d.remedy.startswith("Install dspark-attn-plugin into the image that runs vLLM")
+
+
+def test_a_stop_before_the_crash_is_noted_with_the_crash():
+    """SIGTERM at line 6, then the #50615 crash: the stop is noted."""
+    lines = crashed_start().splitlines(keepends=True)
+    stop = "(APIServer pid=100) INFO 12-03 10:00:10 [launcher.py:1] Received SIGTERM, exiting\n"
+    d = diagnosed("".join(lines[:5] + [stop] + lines[5:]))
+    assert d.verdict == "crash-50615"
+    assert d.summary.endswith("(The server was stopped at line 6 of the log.)")
+
+
+def _other_crash_text() -> str:
+    e = "(EngineCore pid=200) ERROR 12-03 10:00:11 [core.py:1]"
+    return api_start() + (
+        "(EngineCore pid=200) INFO 12-03 10:00:10 [model_runner.py:305] Model loading took "
+        "0.58 GiB and 15.8 seconds\n"
+        f"{e} Traceback (most recent call last):\n"
+        f'{e}   File "/v/vllm/v1/worker/gpu_model_runner.py", line 300, in load_model\n'
+        f"{e}     raise ValueError(bad)\n"
+        f"{e} ValueError: unsupported quantization\n"
+    )
+
+
+def test_only_the_50615_crash_quotes_a_failing_statement():
+    """A different crash, and a #50615 traceback cut before profile_run: no
+    "the failing statement" line (that line is the #50615 crash's)."""
+    other = diagnosed(_other_crash_text())
+    assert other.verdict == "other-crash"
+    assert not any("the failing statement" in x for x in diagnose.render(other).splitlines())
+    cut = crash_traceback("(EngineCore pid=200) ERROR 12-03 10:00:11 [core.py:1]").splitlines(
+        keepends=True)
+    near = diagnosed(api_start() + cut[0] + "".join(cut[3:]))
+    assert near.verdict == "inconclusive" and near.summary.startswith("Probably vllm-project/vllm#50615")
+    assert not any("the failing statement" in x for x in diagnose.render(near).splitlines())
+
+
+def test_a_cut_50615_traceback_before_a_stop_has_no_stop_note():
+    cut = crash_traceback("(EngineCore pid=200) ERROR 12-03 10:00:11 [core.py:1]").splitlines(
+        keepends=True)
+    stop = "(APIServer pid=100) INFO 12-03 10:00:12 [launcher.py:1] Received SIGTERM, exiting\n"
+    d = diagnosed(api_start() + cut[0] + "".join(cut[3:]) + stop)
+    assert d.summary.startswith("Probably vllm-project/vllm#50615")
+    assert "stopped" not in d.summary
+
+
+def test_the_report_says_which_process_the_plugin_left_alone_and_which_it_was_turned_off_in():
+    w = "INFO 12-03 10:00:10"
+    text = api_start() + (
+        f"(Worker_TP0 pid=201) {w} [__init__.py:1] {DISABLED}\n"
+        f"(Worker_TP1 pid=202) WARNING 12-03 10:00:10 [instrumentation.py:148] {CANNOT_PATCH}\n"
+    ) + "".join(
+        f"(Worker_TP{n} pid={201 + n}) INFO 12-03 10:00:12 [gpu_worker.py:400] "
+        "Available KV cache memory: 10.00 GiB\n" for n in range(2)
+    ) + "(APIServer pid=100) INFO 12-03 10:00:20 [launcher.py:1] Application startup complete.\n"
+    lines = report(text).splitlines()
+    assert "  Worker_TP0 pid=201  runs the model; plugin: disabled by DSPARK_ATTN_PLUGIN=off" in lines
+    assert "  Worker_TP1 pid=202  runs the model; plugin: left vLLM's code alone (WARNING)" in lines
+
+
+def test_notes_of_standard_input_alone_are_not_prefixed(tmp_path):
+    """Standard input read alone (no path, or "-"): its notes are unprefixed;
+    beside a file, they are prefixed with "standard input"."""
+    import io
+
+    gz = gzip.compress(protected_start(0).encode())
+    for paths in ([], ["-"]):
+        out = diagnose.render(diagnose.diagnose(diagnose.read_paths(paths, stdin=io.BytesIO(gz))))
+        assert "(input: read through gzip)" in out.splitlines(), paths
+    second = tmp_path / "second.log"
+    second.write_text(protected_start(1))
+    out = diagnose.render(diagnose.diagnose(
+        diagnose.read_paths(["-", str(second)], stdin=io.BytesIO(gz))))
+    assert "(input: standard input: read through gzip)" in out.splitlines()
+
+
+def test_a_relative_folder_or_file_named_with_a_plus_is_read_as_any_other(tmp_path, monkeypatch):
+    """Paths that sort before "-" are paths too: a folder is refused as a
+    folder, a file is read and closed."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "+logs").mkdir()
+    try:
+        diagnose.read_paths(["+logs"])
+        raise AssertionError("a folder was read")
+    except diagnose.LogError as exc:
+        assert str(exc) == "+logs: is a folder, not a log file"
+    (tmp_path / "+server.log").write_text(protected_start())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        log = diagnose.read_paths(["+server.log"])
+        assert diagnose.diagnose(log).exit_code == 0
+        del log
+        gc.collect()
+    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
+    # Its notes are its own, under its name.
+    (tmp_path / "+server.log.gz").write_bytes(gzip.compress(protected_start(0).encode()))
+    (tmp_path / "second.log").write_text(protected_start(1))
+    out = diagnose.render(diagnose.diagnose(diagnose.read_paths(["+server.log.gz", "second.log"])))
+    assert "(input: +server.log.gz: read through gzip)" in out.splitlines()
+
+
+def test_a_missing_file_is_named_with_the_system_s_reason(tmp_path):
+    missing = tmp_path / "missing.log"
+    try:
+        diagnose.read_paths([str(missing)])
+        raise AssertionError("a missing file was read")
+    except diagnose.LogError as exc:
+        assert str(exc) == f"cannot read {missing}: No such file or directory"
+
+
+def test_a_file_that_fails_while_read_is_named_with_the_system_s_reason():
+    """A file that opens and then cannot be read (here /proc/self/mem, whose
+    first page is not mapped): the system's reason, not Python's repr."""
+    try:
+        diagnose.read_paths(["/proc/self/mem"])
+        raise AssertionError("/proc/self/mem was read")
+    except diagnose.LogError as exc:
+        assert str(exc) == "cannot read /proc/self/mem: Input/output error"
+
+
+def test_a_traceback_before_a_death_is_the_crash_reported():
+    """The first traceback comes before a process dies: that traceback is
+    the crash named, not the death it led to."""
+    text = _other_crash_text() + (
+        "(APIServer pid=100) ERROR 12-03 10:00:12 [core_client.py:1] Engine core proc "
+        "EngineCore_DP0 died unexpectedly, shutting down client.\n")
+    d = diagnosed(text)
+    assert d.verdict == "other-crash"
+    assert d.summary.startswith("A different crash: ValueError at "), d.summary
+
+
+def test_a_deepseek_v4_model_path_without_an_architecture_line_is_judged_not_waived():
+    """Only the architecture vLLM resolved can say "not DeepSeek-V4"; a log
+    that names a DeepSeek-V4 path and no architecture, past its warmup
+    without the plugin, is not called "not applicable"."""
+    lines = protected_start().splitlines(keepends=True)
+    text = "".join(line for line in lines if "Resolved architecture" not in line
+                   and "dspark-attn-plugin" not in line)
+    d = diagnosed(text)
+    assert d.verdict == "inconclusive" and d.exit_code == 2, d.summary
+
+
+def test_a_process_seen_only_rescuing_a_layer_is_reported():
+    """A log cut so that a process's only line is the rescue: it is listed."""
+    d = diagnosed(api_start() + RESCUE.format("model.layers.16.attn"))
+    assert [p["process"] for p in d.processes] == ["APIServer pid=100", "EngineCore pid=200"]
+
+
+def test_of_two_reports_of_a_failed_engine_the_first_is_named():
+    """Only reports of another process's failure: the first one is named."""
+    def report_of(proc, pid):
+        e = f"({proc} pid={pid}) ERROR 12-03 10:00:11 [core_client.py:1]"
+        return (f"{e} Traceback (most recent call last):\n"
+                f'{e}   File "/v/vllm/v1/engine/core_client.py", line 1, in wait\n'
+                f"{e}     raise RuntimeError(msg)\n"
+                f"{e} RuntimeError: Engine core initialization failed. See root cause above.\n")
+    d = diagnosed(api_start() + report_of("APIServer", 100) + report_of("APIServer_1", 101))
+    assert d.summary.startswith("Nothing conclusive: the log shows APIServer pid=100 reporting"), d.summary
+
+
+def test_a_process_s_first_error_is_the_one_reported():
+    e = "(EngineCore pid=200) ERROR 12-03 10:00:1{}"
+    text = _other_crash_text() + (
+        f"{e.format(3)} [core.py:2] Traceback (most recent call last):\n"
+        f'{e.format(3)} [core.py:2]   File "/v/vllm/x.py", line 1, in f\n'
+        f"{e.format(3)} [core.py:2]     g()\n"
+        f"{e.format(3)} [core.py:2] KeyError: 'later'\n")
+    lines = report(text).splitlines()
+    assert any(x.startswith("  EngineCore pid=200") and x.endswith("raised ValueError")
+               for x in lines), lines
+
+
+def _engine_failed_report(minute: int = 0) -> str:
+    e = f"(APIServer pid=100) ERROR 12-03 10:{minute:02d}:11 [core_client.py:1]"
+    return (f"{e} Traceback (most recent call last):\n"
+            f'{e}   File "/v/vllm/v1/engine/core_client.py", line 1, in wait\n'
+            f"{e}     raise RuntimeError(msg)\n"
+            f"{e} RuntimeError: Engine core initialization failed. See root cause above.\n")
+
+
+def test_a_report_that_the_engine_failed_before_a_stop_has_no_stop_note():
+    stop = "(APIServer pid=100) INFO 12-03 10:00:12 [launcher.py:1] Received SIGTERM, exiting\n"
+    d = diagnosed(api_start() + _engine_failed_report() + stop)
+    assert d.summary.startswith("Nothing conclusive: the log shows APIServer pid=100 reporting")
+    assert "stopped" not in d.summary
+
+
+def test_a_start_whose_only_failure_is_reported_by_another_does_not_judge_the_next():
+    """Start 1 shows only the API server's report that the engine failed (its
+    cause is not in the log); start 2 is cut before loading the model: start
+    1 says nothing of start 2, which is judged on its own."""
+    d = diagnosed(api_start(0) + _engine_failed_report(0) + api_start(1))
+    assert d.exit_code == 2
+    assert not d.summary.startswith("The last start"), d.summary
+
+
+def test_in_a_later_start_a_death_before_a_traceback_is_the_crash_reported():
+    """The second start of a log: a process dies, then a traceback follows.
+    The death, first in that start, is the crash named (lines are counted
+    within the start, not across the whole log)."""
+    e = "(EngineCore pid=200) ERROR 12-03 10:01:13 [core.py:1]"
+    text = protected_start(0) + api_start(1) + (
+        "(EngineCore pid=200) INFO 12-03 10:01:10 [model_runner.py:305] Model loading took "
+        "0.58 GiB and 15.8 seconds\n"
+        "(APIServer pid=100) ERROR 12-03 10:01:12 [core_client.py:1] Engine core proc "
+        "EngineCore_DP0 died unexpectedly, shutting down client.\n"
+        f"{e} Traceback (most recent call last):\n"
+        f'{e}   File "/v/vllm/x.py", line 1, in f\n'
+        f"{e}     g()\n"
+        f"{e} KeyError: 'later'\n"
+    )
+    d = diagnosed(text)
+    assert d.verdict == "other-crash"
+    assert d.summary.startswith("A different crash: a process died (Engine core proc EngineCore_DP0 "
+                                "died unexpectedly"), d.summary
+
+
+def test_an_in_process_log_without_the_plugin_names_the_unprefixed_process_unprotected():
+    """vllm.LLM in one process (no process prefixes), past its warmup, no
+    plugin line: that process runs the model and is named unprotected."""
+    text = ("INFO 12-03 10:00:00 [utils.py:273] non-default args: "
+            "{'model': '/models/DeepSeek-V4-Flash'}\n"
+            "INFO 12-03 10:00:00 [model.py:623] Resolved architecture: DeepseekV4ForCausalLM\n"
+            "INFO 12-03 10:00:10 [model_runner.py:305] Model loading took 0.58 GiB and 15.8 seconds\n"
+            "INFO 12-03 10:00:12 [gpu_worker.py:400] Available KV cache memory: 10.00 GiB\n"
+            "INFO 12-03 10:00:12 [kv_cache_utils.py:1] GPU KV cache size: 100,000 tokens\n")
+    d = diagnosed(text)
+    assert d.exit_code == 2
+    assert d.summary == ("The server got past its warmup, but the plugin is not in effect in "
+                         "(no prefix) (no line from the plugin): this log does not show the "
+                         "deployment protected.")
