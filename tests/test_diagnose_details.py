@@ -12,6 +12,8 @@ import gc
 import gzip
 import warnings
 
+import pytest
+
 from dspark_attn_plugin import diagnose
 from test_diagnose import diagnosed
 
@@ -512,3 +514,44 @@ def test_an_in_process_log_without_the_plugin_names_the_unprefixed_process_unpro
     assert d.summary == ("The server got past its warmup, but the plugin is not in effect in "
                          "(no prefix) (no line from the plugin): this log does not show the "
                          "deployment protected.")
+
+
+def test_a_crash_where_vllm_loads_only_other_plugins_is_remedied_by_installing_this_one():
+    """vLLM lists and loads its own plugin only (this one not installed, no
+    VLLM_PLUGINS): the remedy is to install the plugin, not VLLM_PLUGINS."""
+    a = "(APIServer pid=100) INFO 12-03 10:00:00"
+    lines = crashed_start().splitlines(keepends=True)
+    plugins = (f"{a} [__init__.py:36] Available plugins for group vllm.general_plugins:\n"
+               f"{a} [__init__.py:38] - lora_filesystem_resolver -> "
+               "vllm.plugins.lora_resolvers.filesystem_resolver:register_filesystem_resolver\n"
+               f"{a} [__init__.py:46] Loading plugin lora_filesystem_resolver\n")
+    d = diagnosed("".join(lines[:3]) + plugins + "".join(lines[3:]))
+    assert d.verdict == "crash-50615"
+    assert d.remedy.startswith("Install dspark-attn-plugin into the image that runs vLLM"), d.remedy
+
+
+@pytest.mark.parametrize("earlier", [0, 1])
+def test_a_crash_after_a_death_and_a_stop_has_no_stop_note(earlier):
+    """A worker dies, the server is then stopped, and the #50615 traceback
+    follows: the stop came from the death, so no "server was stopped" (in
+    the first start of a log, and in a later one)."""
+    text = protected_start(0) * earlier + api_start(1) + (
+        "(EngineCore pid=200) INFO 12-03 10:00:10 [model_runner.py:305] Model loading took "
+        "0.58 GiB and 15.8 seconds\n"
+        "(EngineCore pid=200) ERROR 12-03 10:00:12 [multiproc_executor.py:284] Worker proc "
+        "VllmWorker-1 died unexpectedly (exit code: -6), shutting down executor.\n"
+        "(APIServer pid=100) INFO 12-03 10:00:12 [launcher.py:1] Received SIGTERM, exiting\n"
+    ) + crash_traceback("(EngineCore pid=200) ERROR 12-03 10:00:13 [core.py:1]")
+    d = diagnosed(text)
+    assert d.verdict == "crash-50615"
+    assert "stopped" not in d.summary, d.summary
+
+
+def test_a_cut_restart_showing_the_plugin_patched_takes_the_protected_start_before_it():
+    """Start 1 protected; start 2 cut after its engine's "patched" line: the
+    verdict is start 1's, exit 0."""
+    patched = protected_start(1).splitlines(keepends=True)[3]
+    d = diagnosed(protected_start(0) + api_start(1) + patched)
+    assert d.exit_code == 0
+    assert d.summary.startswith("The last start (from line 10) had not reached its warmup; "
+                                "start 1 (from line 1) before it: Protected"), d.summary
