@@ -560,8 +560,8 @@ def _test_files(mapping: dict, module: str) -> list[str]:
 def _ledger(module: str) -> Path:
     """Each mutant's outcome, one JSON line per test run, in the repository:
     keyed by the hash of the mutated file, so a line names one mutant of one
-    version of the module. A session begun on another machine, or after the
-    cache was emptied, takes its outcomes from here (``_resume``)."""
+    version of the module. A run on another machine, or after the cache was
+    emptied, takes its outcomes from here (``_resume``)."""
     return LEDGER / (module.replace("/", "__").removesuffix(".py") + ".jsonl")
 
 

@@ -78,7 +78,7 @@ def test_without_nvidia_smi_nothing_is_sampled_and_the_report_says_why(monkeypat
 
 def test_a_server_s_cpu_time_counts_every_process_of_its_group_and_nothing_else():
     burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.6: pass\n"
-    # The server's group: a parent that starts a child (both burn CPU), in a session of its own.
+    # The server's group: a parent that starts a child (both burn CPU), in a process group of its own.
     parent = subprocess.Popen(
         [sys.executable, "-c",
          "import subprocess, sys\n"

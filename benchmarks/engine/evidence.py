@@ -435,7 +435,7 @@ def _bench_round(server, layout, settings, seed: int, probe=None) -> dict:
 
 
 def _pgid(server) -> int | None:
-    """The process group of ``server``'s processes (it starts in a session
+    """The process group of ``server``'s processes (it starts in a group
     of its own), None for a server without a process."""
     proc = getattr(server, "proc", None)
     return getattr(proc, "pid", None)
