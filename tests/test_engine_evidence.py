@@ -686,6 +686,25 @@ def test_bench_serve_rounds_feed_the_intervals(tmp_path, fake_servers, monkeypat
         assert against["server_cpu_s"]["batches"] == 4 and "gpu_sm_mhz" not in against
 
 
+def test_an_nvidia_smi_without_samples_is_said_in_the_workload(tmp_path, fake_servers, monkeypatch):
+    """nvidia-smi that starts but never prints a sample (a driver mismatch):
+    the workload says the GPU was not sampled, not that it was every 100 ms."""
+    smi = tmp_path / "bin" / "nvidia-smi"
+    smi.parent.mkdir()
+    smi.write_text("#!/bin/sh\necho 'Failed to initialize NVML: Driver/library version mismatch'\nexit 18\n")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{smi.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(evidence.bench_serve, "run", lambda argv: (
+        {"mean_tpot_ms": 20.0, "median_tpot_ms": 20.0, "output_throughput": 1000.0,
+         "completed": 4, "failed": 0}, PRINTED))
+    result = evidence.run_evidence(harness.Layout(tmp_path / "work"),
+                                   _settings(evidence_phases=("target",), evidence_client="bench-serve",
+                                             evidence_rounds=2))
+    assert result["problems"] == [], result["problems"]
+    assert result["workload"]["probes"] == ("nvidia-smi gave no readable sample (exit code 18): "
+                                            "GPU clocks not sampled")
+
+
 def test_a_round_whose_requests_failed_stops_the_evidence_and_says_so(
         tmp_path, fake_servers, monkeypatch):
     """As on the H200 with --max-num-batched-tokens 640: every request of the

@@ -56,7 +56,8 @@ def test_the_sampler_stamps_samples_and_summarises_a_batch(tmp_path, monkeypatch
         ended = time.time()
         got = sampler.during(began, ended)
     finally:
-        sampler.stop()
+        problem = sampler.stop()
+    assert problem is None and sampler.problem is None
     args = (tmp_path / "argv").read_text()
     assert "--query-gpu=clocks.sm,clocks.mem,power.draw,utilization.gpu,temperature.gpu" in args
     assert "--format=csv,noheader,nounits" in args and f"--loop-ms={probes.SAMPLE_MS}" in args
@@ -68,38 +69,52 @@ def test_the_sampler_stamps_samples_and_summarises_a_batch(tmp_path, monkeypatch
     assert sampler._proc.poll() is not None  # stopped
 
 
+def test_an_nvidia_smi_that_runs_but_gives_no_sample_is_reported_when_stopped(tmp_path, monkeypatch):
+    _fake_smi(tmp_path, ["Failed to initialize NVML: Driver/library version mismatch"], 0.0)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    sampler = probes.GpuSampler()
+    assert sampler.problem is None  # it started
+    time.sleep(0.5)
+    problem = sampler.stop()
+    assert problem.startswith("nvidia-smi gave no readable sample (exit code ")
+    assert problem.endswith("): GPU clocks not sampled") and sampler.problem == problem
+
+
 def test_without_nvidia_smi_nothing_is_sampled_and_the_report_says_why(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     sampler = probes.GpuSampler()
     assert sampler.problem == "no nvidia-smi on PATH: GPU clocks not sampled"
     assert sampler.during(0, time.time()) is None
-    sampler.stop()
+    assert sampler.stop() == "no nvidia-smi on PATH: GPU clocks not sampled"
 
 
-def test_a_server_s_cpu_time_counts_every_process_of_its_group_and_nothing_else():
+def test_a_server_s_cpu_time_counts_every_process_of_its_group_and_nothing_else(tmp_path):
     burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.6: pass\n"
-    # The server's group: a parent that starts a child (both burn CPU), in a process group of its own.
+    done = tmp_path / "done"
+    # The server's group: a parent that starts a child (both burn CPU) and waits for it,
+    # in a process group of its own; then it says so and idles.
     parent = subprocess.Popen(
         [sys.executable, "-c",
-         "import subprocess, sys\n"
+         "import subprocess, sys, pathlib\n"
          f"c = subprocess.Popen([sys.executable, '-c', {burn!r}])\n"
          f"exec({burn!r})\n"
-         "c.wait()\nimport time; time.sleep(30)"],
+         f"c.wait()\npathlib.Path({str(done)!r}).write_text('1')\n"
+         "import time; time.sleep(30)"],
         start_new_session=True)
     try:
-        time.sleep(0.1)
-        before = probes.group_cpu_seconds(parent.pid)
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            now = probes.group_cpu_seconds(parent.pid)
-            if now - before >= 1.0:
-                break
-            time.sleep(0.1)
-        # Both processes' time: more than one process could have burnt alone.
-        assert now - before >= 1.0
-        # This test's own process (another group) is not in it.
+        deadline = time.time() + 60
+        while not done.exists() and time.time() < deadline:
+            time.sleep(0.05)
+        assert done.exists()
+        # Both processes' time, the child's though it has ended and been reaped:
+        # more than either burnt alone (plus two interpreter starts).
+        got = probes.group_cpu_seconds(parent.pid)
+        assert 1.2 <= got < 5
+        # Idling adds nothing: the sum holds.
+        time.sleep(0.3)
+        assert probes.group_cpu_seconds(parent.pid) == pytest.approx(got, abs=0.05)
+        # This test's own process (another group) is not in it, and its group reads.
         assert probes.group_cpu_seconds(os.getpgid(0)) is not None
-        assert probes.group_cpu_seconds(parent.pid) < 5
     finally:
         os.killpg(parent.pid, 9)
         parent.wait()

@@ -288,8 +288,9 @@ def run_evidence(layout, settings, save=lambda r: None) -> dict:
     finally:
         from engine.harness import _read_kv
 
-        if probe is not None:
-            probe.gpu.stop()
+        if probe is not None and probe.gpu.stop():
+            # Said where the readings are described, not only before the rounds.
+            result["workload"]["probes"] = probe.gpu.problem
         _stop_all(servers.values())
         for phase, out in result["phases"].items():
             _read_kv(out["servers"])

@@ -89,19 +89,31 @@ class GpuSampler:
                 "mem_mhz_mean": mean("clocks.mem"), "power_w_mean": mean("power.draw"),
                 "util_pct_mean": mean("utilization.gpu"), "temp_c_mean": mean("temperature.gpu")}
 
-    def stop(self) -> None:
+    def stop(self) -> str | None:
+        """Ends the sampling; returns why nothing was sampled (nvidia-smi
+        missing, failing to start, or running without one readable line),
+        None when samples were taken."""
         if self._proc is not None and self._proc.poll() is None:
             self._proc.terminate()
             try:
                 self._proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 self._proc.kill()
+        if self.problem is None and self._proc is not None:
+            self._thread.join(timeout=5)
+            with self._lock:
+                if not self.samples:
+                    self.problem = ("nvidia-smi gave no readable sample "
+                                    f"(exit code {self._proc.poll()}): GPU clocks not sampled")
+        return self.problem
 
 
 def group_cpu_seconds(pgid: int, proc_root: str = "/proc") -> float | None:
-    """User + system CPU seconds of every live process in process group
-    ``pgid`` (a server and the processes it started: the API server, the
-    engine core, workers); None when /proc cannot be read."""
+    """User + system CPU seconds of process group ``pgid`` (a server and the
+    processes it started: the API server, the engine core, workers): each live
+    member's own time plus that of the children it has waited for, so a helper
+    process that ends and is reaped inside the group keeps counting (the sum
+    never drops). None when /proc cannot be read."""
     try:
         entries = os.listdir(proc_root)
     except OSError:
@@ -119,8 +131,9 @@ def group_cpu_seconds(pgid: int, proc_root: str = "/proc") -> float | None:
             continue  # gone since the listing
         # Fields after the command name, which is in parentheses and may hold spaces.
         fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) > 12 and fields[2] == str(pgid):
-            total += int(fields[11]) + int(fields[12])  # utime, stime
+        if len(fields) > 14 and fields[2] == str(pgid):
+            # utime, stime, cutime, cstime (stat fields 14-17).
+            total += sum(int(x) for x in fields[11:15])
     return total / ticks
 
 
