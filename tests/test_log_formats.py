@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import datetime
 import gzip
 import io
 import json
@@ -20,6 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dspark_attn_plugin import diagnose
+from dspark_attn_plugin import log_reader
+from dspark_attn_plugin.log_reader import LogReader
 
 ROOT = Path(__file__).resolve().parents[1]
 CRASH = ROOT / "benchmarks/results/engine-e2e-2026-11-30/run-C-standin-stock.log"
@@ -322,16 +325,54 @@ def test_a_protected_start_says_nothing_of_a_cut_restart_without_the_plugin(rest
     assert d.exit_code == 2, d.summary
 
 
-@pytest.mark.parametrize("prefix", ["[pod/vllm-7c9f-{}/vllm] ", "vllm-7c9f-{} vllm "],
-                         ids=["kubectl-prefix", "stern"])
-def test_two_pods_in_one_log_are_never_shown_protected_as_one(prefix):
-    """``kubectl logs -l app=vllm --prefix`` or ``stern``: one pod crashed,
-    the other was protected; read as one server with a restart, the last
-    start would say protected."""
-    a = [prefix.format("abcde") + l for l in lines_of(CRASH)]
-    b = [prefix.format("fghij") + l for l in lines_of(PROTECTED)]
+@pytest.mark.parametrize("prefix, names", [
+    ("[pod/vllm-7c9f-{}/vllm] ", ("abcde", "fghij")),
+    ("vllm-7c9f-{} vllm ", ("abcde", "fghij")),
+    # Names that differ only in digits: a StatefulSet's pods, compose's replicas.
+    ("[pod/vllm-{}/vllm] ", ("0", "1")),
+    ("[pod/vllm-7c9f-{}/vllm] ", ("12345", "67890")),
+    ("vllm-{} vllm ", ("0", "1")),
+    ("vllm-{}  | ", ("1", "2")),
+    ("[pod/vllm-{}/vllm] 2026-12-04T10:00:00.000000Z ", ("0", "1")),
+], ids=["kubectl-prefix", "stern", "statefulset", "digit-hash", "stern-statefulset",
+        "compose-replicas", "kubectl-prefix-timestamps"])
+def test_two_pods_in_one_log_are_never_shown_protected_as_one(prefix, names):
+    """``kubectl logs -l app=vllm --prefix``, ``stern`` or ``docker compose
+    logs``: one pod crashed, the other was protected; read as one server
+    with a restart, the last start would say protected."""
+    a = [prefix.format(names[0]) + l for l in lines_of(CRASH)]
+    b = [prefix.format(names[1]) + l for l in lines_of(PROTECTED)]
     d = judged(("\n".join(a + b) + "\n").encode())
-    assert d.exit_code in (1, 2), d.summary
+    assert d.exit_code == 2 and "holds the lines of 2 sources" in d.summary, d.summary
+
+
+_T0 = datetime.datetime(2026, 12, 4, 9, 59, 50)
+
+
+def _at(i: int, fmt: str) -> str:
+    return (_T0 + datetime.timedelta(seconds=i * 0.37)).strftime(fmt)
+
+
+@pytest.mark.parametrize("wrap", [
+    lambda i, pid: _at(i, "%Y-%m-%dT%H:%M:%S.%f") + "123Z ",  # kubectl logs --timestamps
+    lambda i, pid: _at(i, "%Y-%m-%dT%H:%M:%S.%f") + "+00:00 stdout F ",  # a CRI log file
+    lambda i, pid: _at(i, "%b %d %H:%M:%S") + f" gpu-host vllm[{pid}]: ",  # journalctl
+    lambda i, pid: _at(i, "%b ") + f"{int(_at(i, '%d')):>2}" + _at(i, " %H:%M:%S")
+    + f" gpu-host vllm[{pid}]: ",  # syslog
+    lambda i, pid: "[pod/vllm-0/vllm] " + _at(i, "%Y-%m-%dT%H:%M:%S.%fZ "),
+    lambda i, pid: "vllm-1  | " + _at(i, "%Y-%m-%dT%H:%M:%S.%fZ "),
+    lambda i, pid: _at(i, "%Y-%m-%d %H:%M:%S,") + f"{i % 1000:03d} ",  # Python's logging
+], ids=["kubectl-timestamps", "cri", "journald", "syslog", "kubectl-prefix-timestamps",
+        "compose-timestamps", "python-logging"])
+def test_one_source_whose_wrapper_holds_times_and_a_pid_is_one_server_restarted(wrap):
+    """What changes in one source's wrapper from line to line (its times)
+    or at a restart (journald's process id) does not make it two sources:
+    a crash, then a protected restart, reads protected."""
+    a, b = lines_of(CRASH), lines_of(PROTECTED)
+    lines = ([wrap(i, 111) + l for i, l in enumerate(a)]
+             + [wrap(len(a) + i, 222) + l for i, l in enumerate(b)])
+    d = judged(("\n".join(lines) + "\n").encode())
+    assert d.exit_code == 0 and d.starts == 2, d.summary
 
 
 def test_a_restart_cut_early_is_judged_by_the_start_before_it():
@@ -428,3 +469,13 @@ def test_the_last_start_s_own_crash_is_its_verdict_whatever_came_before():
     d = judged(("\n".join(lines_of(CRASH) + _died_before_the_model(pid=30)) + "\n").encode())
     assert (d.exit_code, d.verdict, d.starts) == (3, "other-crash", 2), d.summary
     assert "ValueError" in d.summary and "had not reached" not in d.summary, d.summary
+
+
+def test_the_sources_told_apart_are_bounded():
+    """A wrapper whose text changes on every line (a counter) is many
+    sources, and what is kept of them stays bounded."""
+    reader = LogReader()
+    for i in range(5 * log_reader.MAX_SOURCES):
+        reader.feed(f"line-{i:05d} | (APIServer pid=1) INFO 12-04 10:00:00 [api_server.py:1] text")
+    assert reader.interleaved_sources == log_reader.MAX_SOURCES
+    assert reader.wrapper_switches == 5 * log_reader.MAX_SOURCES - 1

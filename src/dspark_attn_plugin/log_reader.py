@@ -84,6 +84,18 @@ _HEAD_INSIDE = re.compile(
     r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
     r"\[?[^\]:\s]+:\d+\] ?"
 )
+# What may change from line to line in the wrapper of one source: its
+# timestamps (ISO or syslog dates, clock times with fractions and zones) and
+# a journald/syslog process id. Any other difference in a wrapper's text
+# (``[pod/vllm-0/vllm]`` then ``[pod/vllm-1/vllm]``) is another source.
+_SAME_SOURCE = re.compile(
+    r"\d{4}-\d\d-\d\d(?=[T ]|\b)"
+    r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d{1,2}\b"
+    r"|\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+    r"|\[\d+\](?=:)"
+)
+# Sources told apart in one log, at most (beyond two the count is only said).
+MAX_SOURCES = 64
 # Steps between timestamps smaller than this are interleaving, not order.
 ORDER_STEP = 2
 _ARCH = re.compile(r"Resolved architecture: (?P<arch>\w+)")
@@ -274,7 +286,7 @@ class LogReader:
         self.steps_forward = 0
         self.headers_after_frames = 0
         self.tracebacks_in_order = 0
-        self._last_wrapper = None
+        self._last_wrapper: str | None = None  # the last line's source
         self.wrapper_switches = 0
         self.wrappers_seen: set[str] = set()
 
@@ -378,14 +390,18 @@ class LogReader:
                 pass
             proc.plugin.append((state, detail))
 
-    def _wrapped_by(self, wrapper) -> None:
-        """Count the switches between wrappers: lines of several sources
-        (two pods through ``kubectl logs -l ... --prefix`` or ``stern``)."""
-        if self._last_wrapper is not None and wrapper is not self._last_wrapper:
+    def _wrapped_by(self, head: str) -> None:
+        """Count the switches between sources: lines of several pods or
+        containers (``kubectl logs -l ... --prefix``, ``stern``, ``docker
+        compose logs``), told apart by their wrapper's text without its
+        timestamps and process id, whether one wrapper shape fits them all
+        (``vllm-0``, ``vllm-1``) or not."""
+        source = _SAME_SOURCE.sub("#", head)
+        if self._last_wrapper is not None and source != self._last_wrapper:
             self.wrapper_switches += 1
-            self.wrappers_seen.add(wrapper.pattern)
-        self.wrappers_seen.add(wrapper.pattern)
-        self._last_wrapper = wrapper
+        if len(self.wrappers_seen) < MAX_SOURCES:
+            self.wrappers_seen.add(source)
+        self._last_wrapper = source
 
     @property
     def interleaved_sources(self) -> int:
@@ -400,7 +416,7 @@ class LogReader:
         for wrapper in self._wrappers:
             m = wrapper.match(line)
             if m:
-                self._wrapped_by(wrapper)
+                self._wrapped_by(m.group(0))
                 line = line[m.end():]
                 return line[:-1] if m.group(0).startswith('"') and line.endswith('"') else line
         if _PREFIX.match(line) or _HEAD.match(line):
@@ -413,7 +429,7 @@ class LogReader:
             r"\d+" if part.isdigit() else re.escape(part) for part in re.split(r"(\d+)", head) if part
         )
         self._wrappers.appendleft(re.compile(pattern))
-        self._wrapped_by(self._wrappers[0])
+        self._wrapped_by(head)
         line = line[anchor.start():]
         return line[:-1] if head.startswith('"') and line.endswith('"') else line
 
