@@ -498,7 +498,9 @@ def _test_mutant(module: str) -> int:
     changed, diff = _changed_lines(module)
     tests, how = select_tests(mapping, module, changed)
     mutated = (TREE / "dspark_attn_plugin" / module).read_text(encoding="utf-8")
-    record = {"module": module, "mutant": _code_key(mutated), "diff": diff, "lines": changed,
+    pristine = (PRISTINE / "dspark_attn_plugin" / module).read_text(encoding="utf-8")
+    record = {"module": module, "mutant": _code_key(mutated),
+              "scope": scope_key(module, pristine, mutated), "diff": diff, "lines": changed,
               "selected_by": how,
               "tests": len(tests)}
     if not changed or not tests:
@@ -615,36 +617,49 @@ def _point_at(session: Path, target: Path) -> None:
         db.execute("UPDATE mutation_specs SET module_path = ?", (str(target),))
 
 
-def resume_plan(records: dict[str, dict], items: list[tuple[str, str]]
+def resume_plan(records: dict[str, dict], items: list[tuple[str, str, str | None]]
                 ) -> tuple[dict[str, str], dict[str, dict]]:
-    """``items``: (job id, mutant key) of a new session's pending mutants.
-    Returns the outcome each job takes from the ledger ("killed" for a kill
-    by failure or time-out, "survived") and the ledger's records to keep:
-    those of mutants the session has, in the ledger's order."""
-    keys = {key for _job, key in items}
-    outcomes = {job: ("survived" if records[key]["outcome"] == "survived" else "killed")
-                for job, key in items
-                if records.get(key, {}).get("outcome") in ("killed", "timed out", "survived")}
-    return outcomes, {k: r for k, r in records.items() if k in keys}
+    """``items``: (job id, mutant key, scope key) of a new session's pending
+    mutants. Returns the outcome each job takes from the ledger ("killed"
+    for a kill by failure or time-out, "survived") and the ledger's records
+    to keep, by mutant key: those of mutants the session has, in the
+    ledger's order. A mutant the ledger knows only by its scope key (its
+    function unchanged, the file changed elsewhere) takes that record,
+    re-keyed to the new file and marked ``carried_from`` its old key."""
+    by_scope = {r["scope"]: r for r in records.values() if r.get("scope")}
+    found: dict[str, dict] = {}
+    for _job, key, scope in items:
+        if key in records:
+            found[key] = records[key]
+        elif scope is not None and scope in by_scope:
+            old = by_scope[scope]
+            found[key] = dict(old, mutant=key, carried_from=old.get("carried_from", old["mutant"]))
+    outcomes = {job: ("survived" if found[key]["outcome"] == "survived" else "killed")
+                for job, key, _scope in items
+                if found.get(key, {}).get("outcome") in ("killed", "timed out", "survived")}
+    order = {k: i for i, k in enumerate(records)}
+    keep = sorted(found.items(), key=lambda kv: order.get(kv[1].get("carried_from", kv[0]),
+                                                          order.get(kv[0], len(order))))
+    return outcomes, dict(keep)
 
 
 def _resume(module: str, source: str, db) -> int:
     """Fills a new session with the ledger's outcomes of its mutants (the
-    same mutated file: the same module source and mutation) and drops the
-    ledger's lines of mutants this source no longer has. Returns how many
-    outcomes it took."""
+    same mutated file, or the same change to an unchanged function) and
+    drops the ledger's lines of mutants this source no longer has. Returns
+    how many outcomes it took."""
     from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
 
     records = _records(module)
     pending = list(db.pending_work_items)
-    outcomes, keep = resume_plan(records, [(i.job_id, _mutant_key(source, i.mutations[0]))
+    outcomes, keep = resume_plan(records, [(i.job_id, *_mutant_keys(module, source, i.mutations[0]))
                                            for i in pending])
     for job, outcome in outcomes.items():
         db.set_result(job, WorkResult(
             worker_outcome=WorkerOutcome.NORMAL,
             test_outcome=TestOutcome.SURVIVED if outcome == "survived" else TestOutcome.KILLED,
             output="outcome from the ledger"))
-    if len(keep) < len(records):
+    if keep != records:
         _ledger(module).write_text("".join(json.dumps(r) + "\n" for r in keep.values()),
                                    encoding="utf-8")
     return len(outcomes)
@@ -831,6 +846,7 @@ def report(modules: list[str]) -> int:
         counts = {"mutants": 0, "equivalent (annotation)": 0, "killed": 0, "timed out": 0,
                   "equivalent (listed)": 0, "survived": 0, "not run": 0}
         survivors = []
+        carried = 0  # outcomes of an earlier source of the module, their function unchanged
         with use_db(str(session), WorkDB.Mode.open) as db:
             results = dict(db.results)
             for item in db.work_items:
@@ -843,7 +859,8 @@ def report(modules: list[str]) -> int:
                 if result.worker_outcome == "skipped":
                     counts["equivalent (annotation)"] += 1
                     continue
-                rec = records.get(_mutant_key(source, m), {})
+                rec = records.get(_mutant_keys(module, source, m)[0], {})
+                carried += bool(rec.get("carried_from"))
                 if result.test_outcome == "killed":
                     counts["timed out" if rec.get("outcome") == "timed out" else "killed"] += 1
                     continue
@@ -865,7 +882,7 @@ def report(modules: list[str]) -> int:
         doc = {"module": module, "date": datetime.date.today().isoformat(), "tool": "cosmic-ray 8.7.0",
                "run_seconds": round(float(seconds_path.read_text())) if seconds_path.exists() else None,
                "counts": counts, "score": round(score, 4) if score is not None else None,
-               "survivors": survivors}
+               "outcomes_of_an_earlier_source": carried, "survivors": survivors}
         (RESULTS / (module.replace("/", "__").removesuffix(".py") + ".json")).write_text(
             json.dumps(doc, indent=1) + "\n", encoding="utf-8")
         rows.append((module, counts, score, doc["run_seconds"]))
@@ -889,13 +906,92 @@ def _code_key(code: str) -> str:
     return hashlib.sha256(code.encode()).hexdigest()[:20]
 
 
-def _mutant_key(source: str, spec) -> str:
-    """The key of the file Cosmic Ray writes for this mutant (the test command hashes it)."""
+def _scope(source: str, lo: int, hi: int) -> tuple[str, int, int]:
+    """The innermost function or class that holds lines ``lo``..``hi``
+    (decorators included), else the module-level statements that do: its
+    qualified name and first and last lines."""
+    best = None
+
+    def visit(nodes, prefix):
+        nonlocal best
+        for node in nodes:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                if first <= lo and hi <= node.end_lineno:
+                    best = (prefix + node.name, first, node.end_lineno)
+                    visit(node.body, prefix + node.name + ".")
+
+    tree = ast.parse(source)
+    visit(tree.body, "")
+    if best is not None:
+        return best
+    spans = [(n.lineno, n.end_lineno) for n in tree.body if n.end_lineno >= lo and n.lineno <= hi]
+    if not spans:
+        return ("<module>", 1, len(source.splitlines()))
+    return ("<module>", min(a for a, _ in spans), max(b for _, b in spans))
+
+
+def scope_key(module: str, source: str, mutated: str) -> str | None:
+    """A mutant named by what it changes within its scope (``_scope``): the
+    scope's name and text before and after. It stays the same while that
+    function (or class, or module-level statement) is unchanged, whatever
+    changes elsewhere in the file, so an edit to one function keeps the
+    outcomes of the others' mutants (as mutmut 3 keys its results by
+    function). None when the mutant changes nothing."""
+    before, after = source.splitlines(), mutated.splitlines()
+    ops = [op for op in difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes()
+           if op[0] != "equal"]
+    if not ops:
+        return None
+    lo, hi = ops[0][1] + 1, max(ops[-1][2], ops[-1][1] + 1)
+    name, first, last = _scope(source, lo, min(hi, len(before)))
+    delta = len(after) - len(before)
+    text = "\n".join(before[first - 1:last]) + "\0" + "\n".join(after[first - 1:last + delta])
+    return _code_key(f"{module}\0{name}\0{text}")
+
+
+def _mutated(source: str, spec) -> str:
     from cosmic_ray.mutating import mutate_code
     from cosmic_ray.plugins import get_operator
 
-    return _code_key(mutate_code(source, get_operator(spec.operator_name)(**spec.operator_args),
-                                 spec.occurrence) or "")
+    return mutate_code(source, get_operator(spec.operator_name)(**spec.operator_args),
+                       spec.occurrence) or ""
+
+
+def _mutant_keys(module: str, source: str, spec) -> tuple[str, str | None]:
+    """The key of the file Cosmic Ray writes for this mutant (the test
+    command hashes it) and its ``scope_key``."""
+    mutated = _mutated(source, spec)
+    return _code_key(mutated), scope_key(module, source, mutated)
+
+
+def rekey(module: str, rev: str) -> int:
+    """Adds its scope key to each ledger record of ``module`` made on the
+    source committed at ``rev`` (a record whose mutated file hashes to one
+    of that source's mutants), so that a later source resumes from it.
+    Returns how many records it keyed."""
+    import tempfile
+
+    from cosmic_ray.commands import init
+    from cosmic_ray.work_db import WorkDB, use_db
+
+    source = subprocess.run(["git", "show", f"{rev}:src/dspark_attn_plugin/{module}"], cwd=ROOT,
+                            check=True, capture_output=True, text=True).stdout
+    with tempfile.TemporaryDirectory() as tmp:
+        target = Path(tmp) / Path(module).name
+        target.write_text(source, encoding="utf-8")
+        with use_db(str(Path(tmp) / "s.sqlite"), WorkDB.Mode.create) as db:
+            init([target], db, {})
+            keys = dict(_mutant_keys(module, source, i.mutations[0]) for i in db.pending_work_items)
+    path = _ledger(module)
+    lines = [json.loads(l) for l in path.read_text(encoding="utf-8").splitlines() if l.strip()]
+    keyed = 0
+    for rec in lines:
+        if keys.get(rec["mutant"]) and "scope" not in rec:
+            rec["scope"] = keys[rec["mutant"]]
+            keyed += 1
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+    return keyed
 
 
 def main(argv=None) -> int:
@@ -915,6 +1011,10 @@ def main(argv=None) -> int:
     p_map = sub.add_parser("map", help="make the line-to-tests map only")
     p_map.add_argument("--new", action="store_true", help="make it again from nothing")
     p_map.add_argument("--add", nargs="+", metavar="TEST", help="measure these tests into the map")
+    p_rekey = sub.add_parser("rekey", help="add scope keys to a module's ledger records "
+                             "made on the source committed at REV")
+    p_rekey.add_argument("module")
+    p_rekey.add_argument("rev")
     sub.add_parser("serve", help="(internal) the test server")
     p_test = sub.add_parser("test", help="(internal) Cosmic Ray's test command")
     p_test.add_argument("module")
@@ -931,6 +1031,9 @@ def main(argv=None) -> int:
         return 0
     if args.command == "report":
         return report(args.modules)
+    if args.command == "rekey":
+        print(f"{args.module}: {rekey(args.module, args.rev)} record(s) keyed by scope")
+        return 0
     unknown = [m for m in args.modules if not (PACKAGE / m).is_file()]
     if unknown:
         parser.error(f"no such module under src/dspark_attn_plugin: {', '.join(unknown)}")

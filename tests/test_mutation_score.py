@@ -256,8 +256,77 @@ def test_a_new_session_takes_the_outcomes_of_its_own_mutants_only():
                "k3": {"mutant": "k3", "outcome": "survived"},
                "k4": {"mutant": "k4"},
                "old": {"mutant": "old", "outcome": "killed"}}
-    items = [("j1", "k1"), ("j2", "k2"), ("j3", "k3"), ("j4", "k4"), ("j5", "new")]
+    items = [("j1", "k1", None), ("j2", "k2", None), ("j3", "k3", None), ("j4", "k4", None),
+             ("j5", "new", None)]
     outcomes, keep = ms.resume_plan(records, items)
     assert outcomes == {"j1": "killed", "j2": "killed", "j3": "survived"}
     assert list(keep) == ["k1", "k2", "k3", "k4"]
     assert ms.resume_plan({}, items) == ({}, {})
+
+
+def test_an_edit_elsewhere_in_the_file_keeps_the_outcomes_of_an_unchanged_functions_mutants():
+    """The file changed, so no mutant's file key matches; a mutant whose
+    function (and change to it) is the same takes its outcome by scope key,
+    re-keyed to the new file; one of the edited function runs again."""
+    records = {"f1": {"mutant": "f1", "scope": "s1", "outcome": "killed"},
+               "f2": {"mutant": "f2", "scope": "s2", "outcome": "survived"},
+               "f3": {"mutant": "f3", "scope": "s3", "outcome": "killed"}}
+    items = [("j1", "g1", "s1"), ("j2", "g2", "s2"), ("j3", "g3", "s3-edited")]
+    outcomes, keep = ms.resume_plan(records, items)
+    assert outcomes == {"j1": "killed", "j2": "survived"}
+    assert keep == {"g1": {"mutant": "g1", "scope": "s1", "outcome": "killed", "carried_from": "f1"},
+                    "g2": {"mutant": "g2", "scope": "s2", "outcome": "survived", "carried_from": "f2"}}
+    # Carried again after a second edit, it still names the record it came from.
+    again, _ = ms.resume_plan(keep, [("j1", "h1", "s1")])
+    assert again == {"j1": "killed"} and _["h1"]["carried_from"] == "f1"
+
+
+SCOPED = textwrap.dedent('''\
+    from __future__ import annotations
+
+    LIMIT = 3
+
+
+    def f(a):
+        return a > LIMIT
+
+
+    class C:
+        def g(self, b):
+            return b + 1
+
+        def h(self, b):
+            return b + 1
+    ''')
+
+
+def _mutate(source, old, new, nth=0):
+    parts = source.split(old)
+    return old.join(parts[:nth + 1]) + new + old.join(parts[nth + 1:])
+
+
+def test_a_mutants_scope_key_names_its_change_within_its_function_only():
+    g_mutant = _mutate(SCOPED, "b + 1", "b - 1")
+    key = ms.scope_key("m.py", SCOPED, g_mutant)
+    # An edit to another function (or a line added above) keeps it.
+    edited = SCOPED.replace("return a > LIMIT", "return a >= LIMIT").replace("LIMIT = 3", "\nLIMIT = 3")
+    assert ms.scope_key("m.py", edited, _mutate(edited, "b + 1", "b - 1")) == key
+    # So does an edit to another method of its class: the scope is the method.
+    twin = _mutate(SCOPED, "b + 1", "b + 2", nth=1)
+    assert ms.scope_key("m.py", twin, _mutate(twin, "b + 1", "b - 1")) == key
+    # An edit to its own function does not; nor the same change to the twin method,
+    # nor another change at the same place, nor the same change in another module.
+    own = SCOPED.replace("def g(self, b):", "def g(self, b, c=0):")
+    assert ms.scope_key("m.py", own, _mutate(own, "b + 1", "b - 1")) != key
+    assert ms.scope_key("m.py", SCOPED, _mutate(SCOPED, "b + 1", "b - 1", nth=1)) != key
+    assert ms.scope_key("m.py", SCOPED, _mutate(SCOPED, "b + 1", "b * 1")) != key
+    assert ms.scope_key("n.py", SCOPED, g_mutant) != key
+    # A module-level statement is its own scope; no change, no key.
+    limit = ms.scope_key("m.py", SCOPED, SCOPED.replace("LIMIT = 3", "LIMIT = 4"))
+    assert limit is not None and limit != key
+    assert ms.scope_key("m.py", edited.replace("return a >= LIMIT", "return a > LIMIT"),
+                        edited.replace("LIMIT = 3", "LIMIT = 4").replace("return a >= LIMIT",
+                                                                         "return a > LIMIT")) == limit
+    assert ms.scope_key("m.py", SCOPED, SCOPED) is None
+
+
