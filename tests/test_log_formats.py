@@ -478,4 +478,128 @@ def test_the_sources_told_apart_are_bounded():
     for i in range(5 * log_reader.MAX_SOURCES):
         reader.feed(f"line-{i:05d} | (APIServer pid=1) INFO 12-04 10:00:00 [api_server.py:1] text")
     assert reader.interleaved_sources == log_reader.MAX_SOURCES
-    assert reader.wrapper_switches == 5 * log_reader.MAX_SOURCES - 1
+    assert len(reader.source_lines) == log_reader.MAX_SOURCES
+
+
+# --- several servers in one log, however they are told apart ---------------------------
+
+
+def _two(crash_lines, protected_lines) -> diagnose.Diagnosis:
+    return judged(("\n".join(crash_lines + protected_lines) + "\n").encode())
+
+
+def test_two_pods_with_the_last_start_cut_are_not_judged_by_the_one_before():
+    """Pod 1's protected start, then its restart cut early: the verdict
+    falls back to the start before, which says nothing of pod 0."""
+    a = ["[pod/vllm-0/vllm] " + l for l in lines_of(CRASH)]
+    b = ["[pod/vllm-1/vllm] " + l for l in lines_of(PROTECTED)]
+    d = _two(a, b + b[:20])
+    assert d.exit_code == 2 and "holds the lines of 2 sources" in d.summary, d.summary
+
+
+@pytest.mark.parametrize("wrapped", ["crash", "protected"])
+def test_one_pod_with_a_prefix_and_one_without_are_two_sources(wrapped):
+    prefix = "[pod/vllm-0/vllm] "
+    a = [(prefix if wrapped == "crash" else "") + l for l in lines_of(CRASH)]
+    b = [(prefix if wrapped == "protected" else "") + l for l in lines_of(PROTECTED)]
+    d = _two(a, b)
+    assert d.exit_code == 2 and "holds the lines of 2 sources" in d.summary, d.summary
+
+
+def test_a_wrapper_longer_than_a_line_head_is_still_learnt():
+    """Loki's default output puts every label before the line: hundreds of
+    characters before vLLM's."""
+    long = ('2026-11-30T05:43:47Z {app="vllm", filename="/var/log/pods/default_vllm-0_'
+            + "x" * 300 + '/vllm/0.log", pod="vllm-0"} ')
+    assert judged(("\n".join(long + l for l in lines_of(CRASH)) + "\n").encode()).exit_code == 1
+    d = _two([long + l for l in lines_of(CRASH)],
+             ['2026-11-30T06:21:50Z {app="vllm", pod="vllm-1"} ' + l for l in lines_of(PROTECTED)])
+    assert d.exit_code == 2, d.summary
+
+
+@pytest.mark.parametrize("prefixes", [("gpu[0]: ", "gpu[1]: "),
+                                      ("[pod/vllm-2026-11-29/vllm] ", "[pod/vllm-2026-11-30/vllm] "),
+                                      ("vllm-run-05:43:47 ", "vllm-run-06:21:50 ")],
+                         ids=["index-in-brackets", "date-in-a-name", "time-in-a-name"])
+def test_names_that_hold_digits_like_a_time_or_pid_are_still_two_sources(prefixes):
+    d = _two([prefixes[0] + l for l in lines_of(CRASH)], [prefixes[1] + l for l in lines_of(PROTECTED)])
+    assert d.exit_code == 2, d.summary
+
+
+def _record(fmt: str, pod: str, line: str) -> dict:
+    return {
+        "loki": {"labels": {"app": "vllm", "pod": pod}, "line": line,
+                 "timestamp": "2026-11-30T05:43:47Z"},
+        "stern": {"message": line, "nodeName": "gpu-node-0", "namespace": "default",
+                  "podName": pod, "containerName": "vllm"},
+        "fluent-bit": {"log": line, "stream": "stdout",
+                       "kubernetes": {"pod_name": pod, "container_name": "vllm"}},
+        "gcp": {"textPayload": line, "resource": {"type": "k8s_container",
+                                                  "labels": {"pod_name": pod, "container_name": "vllm"}}},
+    }[fmt]
+
+
+@pytest.mark.parametrize("fmt", ["loki", "stern", "fluent-bit", "gcp"])
+@pytest.mark.parametrize("layout", ["lines", "array"])
+def test_an_export_that_names_each_records_pod_is_two_sources(fmt, layout):
+    records = ([_record(fmt, "vllm-0", l) for l in lines_of(CRASH)]
+               + [_record(fmt, "vllm-1", l) for l in lines_of(PROTECTED)])
+    text = ("\n".join(json.dumps(r) for r in records) + "\n" if layout == "lines"
+            else json.dumps(records, indent=1))
+    d = judged(text.encode())
+    assert d.exit_code == 2 and "holds the lines of 2 sources" in d.summary, d.summary
+    # One pod, restarted: crash, then protected.
+    same = ([_record(fmt, "vllm-0", l) for l in lines_of(CRASH)]
+            + [_record(fmt, "vllm-0", l) for l in lines_of(PROTECTED)])
+    text = ("\n".join(json.dumps(r) for r in same) + "\n" if layout == "lines"
+            else json.dumps(same, indent=1))
+    assert judged(text.encode()).exit_code == 0
+
+
+def test_a_cloudwatch_export_of_two_log_streams_is_two_sources():
+    rows = ([("2026-11-30 05:43:47.000", "vllm/vllm/aaa", l) for l in lines_of(CRASH)]
+            + [("2026-11-30 06:21:50.000", "vllm/vllm/bbb", l) for l in lines_of(PROTECTED)])
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["@timestamp", "@logStream", "@message"])
+    writer.writerows(rows)
+    d = judged(out.getvalue().encode())
+    assert d.exit_code == 2 and "holds the lines of 2 sources" in d.summary, d.summary
+
+
+def test_a_start_timed_before_the_lines_above_it_is_another_servers():
+    """Two units of one host logging under one name (journald): only the
+    pid tells them apart, as at a restart; but the second began before the
+    first ended, which a restart cannot do."""
+    crash = lines_of(CRASH)
+    last = max(i for i, l in enumerate(crash) if " 11-30 " in l)
+    early = [l.replace(l[l.index(" 11-30 ") + 7:l.index(" 11-30 ") + 15], "05:43:50")
+             if " 11-30 " in l else l for l in lines_of(PROTECTED)]
+    d = _two(["Nov 30 05:43:47 gpu-node-0 vllm[3436]: " + l for l in crash],
+             ["Nov 30 05:43:50 gpu-node-0 vllm[790]: " + l for l in early])
+    assert crash[last].split(" 11-30 ")[1][:8] > "05:43:50"
+    assert d.exit_code == 2 and "begins at a time before the lines above it" in d.summary, d.summary
+    # The same restart at its own later time reads as one: protected.
+    d = _two(["Nov 30 05:43:47 gpu-node-0 vllm[3436]: " + l for l in crash],
+             ["Nov 30 06:21:50 gpu-node-0 vllm[790]: " + l for l in lines_of(PROTECTED)])
+    assert d.exit_code == 0, d.summary
+
+
+@pytest.mark.parametrize("make", [
+    # A plain log of a TP=2 server: torch's [rankN]: lines are no source.
+    lambda ls: ls + [f"[rank{i % 2}]:[W1130 06:23:12.{i} ProcessGroupNCCL.cpp:4561] using GPU {i % 2} "
+                     "to perform barrier" for i in range(24)],
+    # A CRI log file: one container's stdout and stderr.
+    lambda ls: [f"2026-11-30T06:21:50.{i:09d}Z {'stdout' if i % 3 else 'stderr'} F {l}"
+                for i, l in enumerate(ls)],
+    # Epoch seconds (journalctl -o short-unix) and a syslog priority.
+    lambda ls: [f"{1795153310 + i}.{i:06d} gpu-node-0 vllm[790]: {l}" for i, l in enumerate(ls)],
+    lambda ls: [f"<{30 if i % 2 else 27}>Nov 30 06:21:50 gpu-node-0 vllm[790]: {l}"
+                for i, l in enumerate(ls)],
+    # A progress bar a terminal overwrote before vLLM's line.
+    lambda ls: ls[:50] + ["\rLoading: 50%|#####     | 1/2 [00:01<00:01]\r" + l for l in ls[50:70]]
+    + ls[70:],
+], ids=["tp2-rank-lines", "cri-streams", "epoch", "syslog-priority", "progress-bar"])
+def test_what_changes_within_one_source_keeps_it_one(make):
+    d = judged(("\n".join(make(lines_of(PROTECTED))) + "\n").encode())
+    assert d.exit_code == 0, d.summary

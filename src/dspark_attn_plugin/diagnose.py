@@ -172,15 +172,29 @@ def diagnose(log: Log) -> Diagnosis:
             lines_read=log.total_lines or log.lines, starts=log.runs, notes=list(log.notes),
             reached=False,
         )
-    d = _judge(log)
-    if log.interleaved_sources and d.exit_code == EXIT_OK:
+    d = _latest(log)
+    if d.exit_code == EXIT_OK and log.interleaved_sources:
         d.verdict, d.exit_code = "inconclusive", EXIT_INCONCLUSIVE
         d.summary = (
             f"Nothing conclusive: this log holds the lines of {log.interleaved_sources} "
-            "sources (pods or containers named before each line), so it cannot show each "
-            "server protected. Diagnose each on its own (`kubectl "
-            f"logs POD`). What the lines read as one server came to: {d.summary}")
-        return d
+            "sources (pods or containers named before each line or in each record), so it "
+            "cannot show each server protected. Diagnose each on its own (`kubectl logs "
+            f"POD`). What the lines read as one server came to: {d.summary}")
+    elif d.exit_code == EXIT_OK and log.starts_back_in_time:
+        d.verdict, d.exit_code = "inconclusive", EXIT_INCONCLUSIVE
+        d.summary = (
+            f"Nothing conclusive: a start of the server in this log (line "
+            f"{log.starts_back_in_time:,}) begins at a time before the lines above it, "
+            "which a restart of one server does not do: these are the logs of several "
+            "servers one after another, and one protected start says nothing of the others. "
+            f"Diagnose each on its own. What the lines read as one server came to: {d.summary}")
+    return d
+
+
+def _latest(log: Log) -> Diagnosis:
+    """The verdict of the last start, or of the most recent one that reached
+    its warmup where the last was cut before it."""
+    d = _judge(log)
     previous = log.previous
     if not d.reached and d.verdict == "inconclusive" and previous is not None:
         start, from_line, earlier = previous
@@ -407,6 +421,7 @@ def read_paths(paths: list[str], stdin=None) -> Log:
     log.previous, log.notes = previous[0], notes
     log.newest_first = (reader.steps_back or reader.headers_after_frames) if reader.newest_first else 0
     log.interleaved_sources = reader.interleaved_sources
+    log.starts_back_in_time = reader.starts_back_in_time
     return log
 
 

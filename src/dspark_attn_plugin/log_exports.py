@@ -34,6 +34,48 @@ LEVEL_KEYS = ("levelname", "level", "severity", "status", "log.level")
 # Lists of records inside one JSON object.
 RECORD_LISTS = ("events", "entries", "logs", "records", "results", "hits", "data")
 MAX_DEPTH = 6
+# What names a record's source (the pod, container or stream that wrote
+# it), at any depth: Loki's labels, stern's ``-o json``, Fluent Bit's and
+# Vector's ``kubernetes``, Google Cloud's ``resource.labels``, CloudWatch's
+# log stream, journald's unit, docker's tag. Two values in one log are the
+# lines of two servers, however their messages read.
+SOURCE_KEYS = ("pod", "pod_name", "podName", "container", "container_name", "containerName",
+               "@logStream", "logStream", "logStreamName", "_SYSTEMD_UNIT", "tag")
+
+
+class SourcedLine(str):
+    """A line of a record that names its source (``source``)."""
+
+    source: str | None = None
+
+
+def record_source(record: dict, depth: int = 0) -> str | None:
+    """The source a record names (``SOURCE_KEYS`` at any depth, each
+    ``key=value``), or None."""
+    found = []
+
+    def visit(value: dict, depth: int) -> None:
+        if depth > MAX_DEPTH:
+            return
+        for key, inner in value.items():
+            if key in SOURCE_KEYS and isinstance(inner, (str, int)):
+                found.append(f"{key}={inner}")
+            elif isinstance(inner, dict):
+                visit(inner, depth + 1)
+
+    visit(record, depth)
+    return " ".join(sorted(found)) or None
+
+
+def _sourced(lines: list[str], source: str | None) -> list[str]:
+    if source is None:
+        return lines
+    out = []
+    for line in lines:
+        sourced = SourcedLine(line)
+        sourced.source = source
+        out.append(sourced)
+    return out
 # A JSON value being read (a record, or an object holding the records) may
 # not grow past this: the input is then refused, not held.
 MAX_VALUE = 256 * 1024 * 1024
@@ -207,7 +249,7 @@ def vllm_lines(pieces: Iterable[str], name: str = "the log") -> Iterator[str]:
     if _JSON_ARRAY.match(start):
         for value in _json_values(first, it, name):
             for record in _records_of(value):
-                yield from record_lines(record) or []
+                yield from _sourced(record_lines(record) or [], record_source(record))
         return
     if _JSON_OBJECT.match(start):
         try:
@@ -218,7 +260,7 @@ def vllm_lines(pieces: Iterable[str], name: str = "the log") -> Iterator[str]:
         if not one_a_line:  # pretty-printed, minified on one long line, or records in a list
             for value in _json_values(first, it, name):
                 for record in _records_of(value):
-                    yield from record_lines(record) or []
+                    yield from _sourced(record_lines(record) or [], record_source(record))
             return
     header = _csv_header(first.rstrip("\r\n")) if first.endswith("\n") else None
     if header is not None:
@@ -226,10 +268,12 @@ def vllm_lines(pieces: Iterable[str], name: str = "the log") -> Iterator[str]:
         limit = csv.field_size_limit()
         csv.field_size_limit(MAX_VALUE)
         try:
+            named = [c for c in header if c in SOURCE_KEYS]
             for row in csv.DictReader(whole_lines(it, MAX_VALUE), fieldnames=header):
                 text = row.get(message)
                 if isinstance(text, str):
-                    yield from text.splitlines() or [""]
+                    source = " ".join(f"{c}={row.get(c)}" for c in named) or None
+                    yield from _sourced(text.splitlines() or [""], source)
         except csv.Error as exc:
             raise LogError(f"{name}: the CSV export cannot be read: {exc}") from None
         finally:

@@ -31,7 +31,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from dspark_attn_plugin.log_exports import record_lines, vllm_lines
+from dspark_attn_plugin.log_exports import record_lines, record_source, vllm_lines
 from dspark_attn_plugin.log_input import MAX_LINE, LogError, TextLines
 
 __all__ = ["Log", "LogError", "LogReader", "Process", "Traceback", "read_lines", "MAX_LINE"]
@@ -52,6 +52,10 @@ _ANCHOR = re.compile(
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d"
     r"|Traceback \(most recent call last\)"
 )
+# torch's rank prefix (``[rank0]:``), before any other wrapper is learnt.
+_RANK = re.compile(r"\[rank\d+\]: ?")
+# The longest wrapper learnt (Loki's labels, a log shipper's fields).
+MAX_WRAPPER = 1000
 _RAY_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
 # Wrappers learnt, runs of processes and tracebacks kept: all bounded.
 MAX_WRAPPERS = 16
@@ -85,17 +89,32 @@ _HEAD_INSIDE = re.compile(
     r"\[?[^\]:\s]+:\d+\] ?"
 )
 # What may change from line to line in the wrapper of one source: its
-# timestamps (ISO or syslog dates, clock times with fractions and zones) and
-# a journald/syslog process id. Any other difference in a wrapper's text
+# timestamps (ISO dates, syslog's month and day before a time, clock times
+# with fractions and zones, epoch seconds, kernel-style monotonic seconds),
+# journald's and syslog's process id after a time, the stream (stdout or
+# stderr) and a syslog priority. Any other difference in a wrapper's text
 # (``[pod/vllm-0/vllm]`` then ``[pod/vllm-1/vllm]``) is another source.
 _SAME_SOURCE = re.compile(
-    r"\d{4}-\d\d-\d\d(?=[T ]|\b)"
-    r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d{1,2}\b"
-    r"|\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
-    r"|\[\d+\](?=:)"
+    r"(?<![\w-])\d{4}-\d\d-\d\d(?=[T ]|$|[^\w-])"
+    r"|(?<![\w-])(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d{1,2}(?= \d\d:\d\d:\d\d)"
+    r"|(?:(?<=\dT)|(?<![\w:-]))\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+    r"|(?<=\d\d:\d\d:\d\d)(?P<ident>.*\S)\[\d+\](?=: )"
+    r"|(?<![\w.-])\d{10}(?:\.\d+)?(?![\w-])|^\[\s*\d+\.\d+\]"
+    r"|\b(?:stdout|stderr)\b|^<\d{1,3}>"
 )
-# Sources told apart in one log, at most (beyond two the count is only said).
+
+
+def _source_of(head: str) -> str:
+    """A wrapper's text with what changes within one source masked."""
+    return _SAME_SOURCE.sub(lambda m: m["ident"] + "[#]" if m["ident"] is not None else "#", head)
+
+
+# Sources told apart in one log, at most (beyond two the count is only said),
+# and the lines a source needs to count (a start of the server has hundreds).
 MAX_SOURCES = 64
+MIN_SOURCE_LINES = 10
+# A step back in time this long is the turn of a year (vLLM's times have none).
+YEAR_WRAP = 300 * 86400
 # Steps between timestamps smaller than this are interleaving, not order.
 ORDER_STEP = 2
 _ARCH = re.compile(r"Resolved architecture: (?P<arch>\w+)")
@@ -256,6 +275,7 @@ class Log:
     notes: list = field(default_factory=list)  # what reading the input took
     newest_first: int = 0  # > 0: the input reads newest first (the evidence's count)
     interleaved_sources: int = 0  # > 0: that many sources' lines take turns
+    starts_back_in_time: int = 0  # > 0: the line of a start timed before the lines above it
 
     def ordered(self) -> list[Process]:
         return sorted(self.processes.values(), key=lambda p: p.first_line)
@@ -272,7 +292,7 @@ class LogReader:
         self._on_run_end = on_run_end
         self._source = 0
         # torch's launcher prefixes each rank's lines; known without learning.
-        self._wrappers: deque = deque([re.compile(r"\[rank\d+\]: ?")], maxlen=MAX_WRAPPERS)
+        self._wrappers: deque = deque([_RANK], maxlen=MAX_WRAPPERS)
         self._restart = False
         self._api_seen = False
         # Both bounded, so that no log makes them grow: plugin lines with no
@@ -286,9 +306,15 @@ class LogReader:
         self.steps_forward = 0
         self.headers_after_frames = 0
         self.tracebacks_in_order = 0
-        self._last_wrapper: str | None = None  # the last line's source
-        self.wrapper_switches = 0
-        self.wrappers_seen: set[str] = set()
+        # The time of the line read, and the latest before it: a start timed
+        # ORDER_STEP or more before the lines above it is another server's.
+        self._line_stamp: int | None = None
+        self._latest: int | None = None
+        self._latest_before: int | None = None
+        self.starts_back_in_time = 0
+        self.source_lines: dict[str, int] = {}  # lines of each source (_wrapped_by)
+        self.sources_overflow = False
+        self._record_source: str | None = None
 
     @property
     def newest_first(self) -> bool:
@@ -301,6 +327,9 @@ class LogReader:
         """One more time of day, from a vLLM head (``m``: its match)."""
         stamp = (int(m["mo"]) * 31 + int(m["d"])) * 86400 + (
             int(m["h"]) * 3600 + int(m["mi"]) * 60 + int(m["s"]))
+        self._line_stamp = stamp
+        self._latest_before = self._latest
+        self._latest = stamp if self._latest is None else max(self._latest, stamp)
         # Against the last time that counted: slow steps add up.
         if self._stamp is None:
             self._stamp = stamp
@@ -348,6 +377,10 @@ class LogReader:
             except ValueError:
                 pass
         self.runs += 1
+        back = (self._latest_before - self._line_stamp
+                if self._line_stamp is not None and self._latest_before is not None else 0)
+        if ORDER_STEP <= back < YEAR_WRAP and not self.starts_back_in_time:
+            self.starts_back_in_time = self.total_lines
         self.log = Log(first_line=self.total_lines)
         self.log.lines = 1  # the line that starts it
         self._pending.clear()
@@ -391,38 +424,50 @@ class LogReader:
             proc.plugin.append((state, detail))
 
     def _wrapped_by(self, head: str) -> None:
-        """Count the switches between sources: lines of several pods or
-        containers (``kubectl logs -l ... --prefix``, ``stern``, ``docker
-        compose logs``), told apart by their wrapper's text without its
-        timestamps and process id, whether one wrapper shape fits them all
-        (``vllm-0``, ``vllm-1``) or not."""
-        source = _SAME_SOURCE.sub("#", head)
-        if self._last_wrapper is not None and source != self._last_wrapper:
-            self.wrapper_switches += 1
-        if len(self.wrappers_seen) < MAX_SOURCES:
-            self.wrappers_seen.add(source)
-        self._last_wrapper = source
+        """Count the lines of each source: pods or containers
+        (``kubectl logs -l ... --prefix``, ``stern``, ``docker compose logs``)
+        told apart by their wrapper's text without what changes within one
+        (``_source_of``), whether one wrapper shape fits them all (``vllm-0``,
+        ``vllm-1``) or not; ``""`` for vLLM's lines with nothing before them.
+        What a terminal overwrote (before a carriage return: a progress bar)
+        is no wrapper."""
+        source = _source_of(head.rsplit("\r", 1)[-1])
+        if self._record_source is not None:
+            source = f"{self._record_source}\0{source}"
+        if source in self.source_lines:
+            self.source_lines[source] += 1
+        elif len(self.source_lines) < MAX_SOURCES:
+            self.source_lines[source] = 1
+        else:
+            self.sources_overflow = True
 
     @property
     def interleaved_sources(self) -> int:
-        """How many sources' lines the input holds (0: one): lines behind
-        different wrappers, which a restart of one source does not give."""
-        if self.wrapper_switches and len(self.wrappers_seen) >= 2:
-            return len(self.wrappers_seen)
-        return 0
+        """How many sources' lines the input holds (0: one): those with at
+        least ``MIN_SOURCE_LINES`` lines (fewer cannot hold a start of the
+        server: a wrapper met by chance), or ``MAX_SOURCES`` where more
+        wrappers were met than are counted."""
+        sources = sum(1 for n in self.source_lines.values() if n >= MIN_SOURCE_LINES)
+        if sources >= 2:
+            return sources
+        return MAX_SOURCES if self.sources_overflow else 0
 
     def _unwrap(self, line: str) -> str:
         """``line`` without the wrapper a log pipeline put before vLLM's."""
         for wrapper in self._wrappers:
             m = wrapper.match(line)
             if m:
-                self._wrapped_by(m.group(0))
+                if wrapper is not _RANK:  # torch's own, in any one process's output
+                    self._wrapped_by(m.group(0))
                 line = line[m.end():]
                 return line[:-1] if m.group(0).startswith('"') and line.endswith('"') else line
         if _PREFIX.match(line) or _HEAD.match(line):
+            # vLLM's line with nothing before it: a source too, beside wrapped ones
+            # (one pod's log with ``--prefix`` and another's without).
+            self._wrapped_by("")
             return line
         anchor = _ANCHOR.search(line)
-        if anchor is None or anchor.start() == 0 or anchor.start() > 200:
+        if anchor is None or anchor.start() == 0 or anchor.start() > MAX_WRAPPER:
             return line
         head = line[: anchor.start()]
         pattern = "".join(
@@ -434,11 +479,14 @@ class LogReader:
         return line[:-1] if head.startswith('"') and line.endswith('"') else line
 
     def feed(self, raw: str) -> None:
+        # The source an export's record names (log_exports.record_source).
+        self._record_source = getattr(raw, "source", None)
         text = _ANSI.sub("", raw.rstrip("\r\n")).rstrip("\r")
         stripped = text.lstrip()
         if stripped.startswith("{") and stripped.rstrip().endswith("}"):
-            lines = _json_lines(stripped)
-            if lines is not None:
+            record = _json_record(stripped)
+            if record is not None and (lines := record_lines(record)) is not None:
+                self._record_source = record_source(record)
                 self.total_lines += 1
                 for line in lines:
                     self._feed_line(line, count=False)
@@ -448,6 +496,7 @@ class LogReader:
 
     def _feed_line(self, line: str, count: bool = True) -> None:
         self.log.lines += 1
+        self._line_stamp = None  # until a head gives this line's time (_order)
         line = self._unwrap(line)
         if "[repeated " in line:
             line = _RAY_REPEATED.sub("", line)
@@ -595,18 +644,15 @@ class LogReader:
         return False  # the traceback was cut off: this is an ordinary line
 
 
-def _json_lines(text: str) -> list[str] | None:
-    """The text lines a JSON log record holds (its message, then its
-    traceback), or None if ``text`` is not such a record."""
+def _json_record(text: str) -> dict | None:
+    """``text`` as a JSON object, or None."""
     import json
 
     try:
         record = json.loads(text)
     except ValueError:
         return None
-    if not isinstance(record, dict):
-        return None
-    return record_lines(record)
+    return record if isinstance(record, dict) else None
 
 
 def read_lines(stream, name: str) -> Iterable[str]:
