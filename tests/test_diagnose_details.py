@@ -555,3 +555,17 @@ def test_a_cut_restart_showing_the_plugin_patched_takes_the_protected_start_befo
     assert d.exit_code == 0
     assert d.summary.startswith("The last start (from line 10) had not reached its warmup; "
                                 "start 1 (from line 1) before it: Protected"), d.summary
+
+
+def test_a_cut_restart_whose_engine_logged_each_in_effect_word_takes_the_start_before_it():
+    """A cut restart's engine that logged "patched", "not affected" and
+    "already fixed" (each says the plugin is in effect, or not needed) shows
+    the plugin in effect so far: the protected start before it is the verdict."""
+    e = "(EngineCore pid=201) INFO 12-03 10:01:10 [instrumentation.py:144] "
+    lines = (protected_start(1).splitlines(keepends=True)[3]
+             + f"{e}vLLM 0.26.0 is not affected by vllm-project/vllm#50615\n"
+             + f"{e}vLLM 0.26.0 already has the fix for vllm-project/vllm#50615\n")
+    d = diagnosed(protected_start(0) + api_start(1) + lines.replace("pid=200", "pid=201"))
+    assert d.exit_code == 0, d.summary
+    assert d.summary.startswith("The last start (from line 10) had not reached its warmup; "
+                                "start 1 (from line 1) before it: Protected"), d.summary

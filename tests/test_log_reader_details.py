@@ -306,3 +306,96 @@ def test_a_process_s_reported_errors_are_its_first_two_and_the_oldest_of_its_las
     assert api["tracebacks"] == 10
     assert [e["message"].split(":")[0] for e in api["errors"]] == [
         "request chatcmpl-1", "request chatcmpl-2", "request chatcmpl-5"]
+
+
+# --- survivors of the mutation tool over log_reader.py (2026-12-04) --------------------
+
+
+def _offline_start(minute: int, crashed: bool) -> list[str]:
+    """An offline ``vllm.LLM`` start (no API server, no process prefix)."""
+    t = f"12-04 10:{minute:02d}"
+    lines = [
+        f"INFO {t}:00 [model.py:623] Resolved architecture: DeepseekV4ForCausalLM",
+        f"INFO {t}:01 [core.py:116] Initializing a V1 LLM engine (v0.26.0) with config: "
+        "model='/models/DeepSeek-V4-Flash'",
+    ]
+    if crashed:
+        return lines + [f"INFO {t}:20 [model_runner.py:305] Model loading took 0.58 GiB and 15.8 seconds"] \
+            + traceback_50615(f"ERROR {t}:30 [core.py:1] ")
+    return lines + [
+        f"INFO {t}:02 [instrumentation.py:144] {PATCHED}",
+        f"INFO {t}:20 [model_runner.py:305] Model loading took 0.58 GiB and 15.8 seconds",
+        f"INFO {t}:30 [gpu_worker.py:400] Available KV cache memory: 10.00 GiB",
+    ]
+
+
+def test_an_offline_engine_started_again_is_judged_by_its_last_start():
+    """No API server in the log: each "Initializing a V1 LLM engine" after
+    the engine got somewhere is a new start; the crash, then a protected
+    restart, reads protected with two starts."""
+    d = diagnosed("\n".join(_offline_start(0, True) + _offline_start(5, False)) + "\n")
+    assert (d.exit_code, d.starts) == (0, 2), d.summary
+
+
+def test_a_source_counts_from_its_tenth_line():
+    """Two wrappers met ``MIN_SOURCE_LINES`` times each are two sources; one
+    line fewer of either is a wrapper met by chance."""
+    from dspark_attn_plugin import log_reader
+
+    def reader_with(a: int, b: int) -> log_reader.LogReader:
+        r = log_reader.LogReader()
+        for i in range(a):
+            r.feed(f"[pod/vllm-0/vllm] (APIServer pid=1) INFO 12-04 10:00:{i:02d} [x.py:1] a")
+        for i in range(b):
+            r.feed(f"[pod/vllm-1/vllm] (APIServer pid=1) INFO 12-04 10:01:{i:02d} [x.py:1] b")
+        return r
+
+    n = log_reader.MIN_SOURCE_LINES
+    assert n == 10
+    assert reader_with(n, n).interleaved_sources == 2
+    assert reader_with(n, n - 1).interleaved_sources == 0
+    assert reader_with(n - 1, n).interleaved_sources == 0
+
+
+def test_vllm_text_beyond_a_thousand_characters_into_a_line_is_not_learnt_as_a_wrapper():
+    """A wrapper is learnt up to ``MAX_WRAPPER`` characters before vLLM's
+    line; past that (text quoting a log line, far into a message) it is not,
+    and the line is no vLLM line."""
+    for pad, expected in ((1000 - len("[p] "), 1), (1001 - len("[p] "), 2)):
+        lines = ["[p] " + "x" * pad + l for l in text_of(CRASH).splitlines()]
+        d = diagnosed("\n".join(lines) + "\n")
+        assert d.exit_code == expected, (pad, d.summary)
+
+
+def test_a_quoted_log_is_read_from_its_first_line():
+    """Each line in quotes behind a wrapper (a CSV-like export): the first
+    line, the one the wrapper is learnt from, is read without its closing
+    quote like the others (its plugin line counts)."""
+    lines = protected_start(["12-04 10:00:00", "12-04 10:00:01", "12-04 10:00:20",
+                             "12-04 10:00:30", "12-04 10:00:40"])
+    quoted = [f'"2026-12-04T10:00:{i:02d}Z {l}"' for i, l in enumerate(lines[1:] + lines[:1])]
+    d = diagnosed("\n".join(quoted) + "\n")
+    assert d.exit_code == 0, d.summary
+    engine = next(p for p in d.processes if p["process"].startswith("EngineCore"))
+    assert engine["plugin"] == [{"state": "patched", "detail": "0.26.0"}], engine
+
+
+def test_the_source_lines_of_a_frame_are_no_death():
+    """Python 3.13 prints every line of a statement that spans several: a
+    frame's second source line that says "died unexpectedly" is code, not a
+    process dying; the crash is the traceback's own exception."""
+    head = "(EngineCore pid=200) ERROR 12-04 10:00:30 [core.py:1] "
+    lines = (protected_start(["12-04 10:00:00"] * 5)[:1]
+             + [logged("EngineCore pid=200", "12-04 10:00:20", "model_runner.py:305",
+                       "Model loading took 0.58 GiB and 15.8 seconds")]
+             + [head + l for l in (
+                 "Traceback (most recent call last):",
+                 '  File "/v/vllm/v1/engine/core.py", line 700, in run_engine_core',
+                 "    raise ValueError(",
+                 '        "Engine core died unexpectedly (exit code: -9)")',
+                 "    ^^^^^^^^^^^^^^^^^",
+                 "ValueError: max_model_len is too large")])
+    d = diagnosed("\n".join(lines) + "\n")
+    assert (d.verdict, d.exit_code) == ("other-crash", 3), d.summary
+    assert d.summary.startswith("A different crash: ValueError at /v/vllm/v1/engine/core.py:700 "
+                                "in run_engine_core"), d.summary

@@ -489,12 +489,12 @@ class LogReader:
                 self._record_source = record_source(record)
                 self.total_lines += 1
                 for line in lines:
-                    self._feed_line(line, count=False)
+                    self._feed_line(line)
                 return
         self.total_lines += 1
         self._feed_line(text)
 
-    def _feed_line(self, line: str, count: bool = True) -> None:
+    def _feed_line(self, line: str) -> None:
         self.log.lines += 1
         self._line_stamp = None  # until a head gives this line's time (_order)
         line = self._unwrap(line)
