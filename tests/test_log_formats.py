@@ -603,3 +603,41 @@ def test_a_start_timed_before_the_lines_above_it_is_another_servers():
 def test_what_changes_within_one_source_keeps_it_one(make):
     d = judged(("\n".join(make(lines_of(PROTECTED))) + "\n").encode())
     assert d.exit_code == 0, d.summary
+
+
+# Held-out mutations of the source rules (2026-12-04) that no test noticed.
+
+
+def test_two_journald_units_of_one_host_are_two_sources():
+    """journald's ``host ident[pid]:`` masks the pid, not the ident."""
+    a = [f"Nov 30 06:20:{i % 60:02d} host vllm-a[{100 + i}]: {l}" for i, l in enumerate(lines_of(CRASH))]
+    b = [f"Nov 30 06:21:{i % 60:02d} host vllm-b[{900 + i}]: {l}" for i, l in enumerate(lines_of(PROTECTED))]
+    d = _two(a, b)
+    assert d.exit_code == 2 and "holds the lines of 2 sources" in d.summary, d.summary
+
+
+def test_a_start_weeks_before_the_lines_above_it_is_another_servers():
+    """Only a step back of most of a year is the turn of the year."""
+    protected = lines_of(PROTECTED)
+    d = _two(protected, [l.replace(" 11-30 ", " 10-15 ") for l in protected])
+    assert d.exit_code == 2 and "begins at a time before the lines above it" in d.summary, d.summary
+
+
+def test_a_restart_whose_first_line_has_no_time_is_not_timed_by_the_line_before():
+    """After ``exited with code``, the new start's first line has no time of
+    its own: it is not given the (old) time of the line before it."""
+    protected = lines_of(PROTECTED)
+    lines = (protected + ["(APIServer pid=790) INFO 11-30 05:00:00 [x.py:1] a late line of an old time",
+                          "vllm-1 exited with code 0", "(APIServer pid=2000) starting again"]
+             + [l.replace(" 11-30 06:", " 11-30 08:") for l in protected])
+    d = judged(("\n".join(lines) + "\n").encode())
+    assert d.exit_code == 0 and d.starts == 2, d.summary
+
+
+def test_a_crash_in_a_log_of_several_sources_is_still_the_crash():
+    """Several sources make a protected verdict inconclusive, never a crash:
+    the crash of the last server read stays exit 1."""
+    records = ([{"pod": "vllm-0", "log": l} for l in lines_of(PROTECTED)]
+               + [{"pod": "vllm-1", "log": l} for l in lines_of(CRASH)])
+    d = judged("".join(json.dumps(r) + "\n" for r in records).encode())
+    assert d.exit_code == 1 and d.verdict == "crash-50615", d.summary
