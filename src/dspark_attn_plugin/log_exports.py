@@ -34,48 +34,6 @@ LEVEL_KEYS = ("levelname", "level", "severity", "status", "log.level")
 # Lists of records inside one JSON object.
 RECORD_LISTS = ("events", "entries", "logs", "records", "results", "hits", "data")
 MAX_DEPTH = 6
-# What names a record's source (the pod, container or stream that wrote
-# it), at any depth: Loki's labels, stern's ``-o json``, Fluent Bit's and
-# Vector's ``kubernetes``, Google Cloud's ``resource.labels``, CloudWatch's
-# log stream, journald's unit, docker's tag. Two values in one log are the
-# lines of two servers, however their messages read.
-SOURCE_KEYS = ("pod", "pod_name", "podName", "container", "container_name", "containerName",
-               "@logStream", "logStream", "logStreamName", "_SYSTEMD_UNIT", "tag")
-
-
-class SourcedLine(str):
-    """A line of a record that names its source (``source``)."""
-
-    source: str | None = None
-
-
-def record_source(record: dict, depth: int = 0) -> str | None:
-    """The source a record names (``SOURCE_KEYS`` at any depth, each
-    ``key=value``), or None."""
-    found = []
-
-    def visit(value: dict, depth: int) -> None:
-        if depth > MAX_DEPTH:
-            return
-        for key, inner in value.items():
-            if key in SOURCE_KEYS and isinstance(inner, (str, int)):
-                found.append(f"{key}={inner}")
-            elif isinstance(inner, dict):
-                visit(inner, depth + 1)
-
-    visit(record, depth)
-    return " ".join(sorted(found)) or None
-
-
-def _sourced(lines: list[str], source: str | None) -> list[str]:
-    if source is None:
-        return lines
-    out = []
-    for line in lines:
-        sourced = SourcedLine(line)
-        sourced.source = source
-        out.append(sourced)
-    return out
 # A JSON value being read (a record, or an object holding the records) may
 # not grow past this: the input is then refused, not held.
 MAX_VALUE = 256 * 1024 * 1024
@@ -85,6 +43,13 @@ _JSON_ARRAY = re.compile(r'\[\s*(?:$|[{\["\]])')
 _JSON_OBJECT = re.compile(r'\{\s*(?:$|"|\})')
 _VLLM_START = re.compile(
     r"^(?:\((?:[A-Za-z_][\w.-]*)?[^)]*pid=\d+[^)]*\) |(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d )")
+# What names a record's source (the pod, container or stream that wrote
+# it), at any depth: Loki's labels, stern's ``-o json``, Fluent Bit's and
+# Vector's ``kubernetes``, Google Cloud's ``resource.labels``, CloudWatch's
+# log stream, journald's unit, docker's tag. Two values in one log are the
+# lines of two servers, however their messages read.
+SOURCE_KEYS = ("pod", "pod_name", "podName", "container", "container_name", "containerName",
+               "@logStream", "logStream", "logStreamName", "_SYSTEMD_UNIT", "tag")
 
 
 def find_message(record: dict, depth: int = 0) -> tuple[dict, str] | None:
@@ -105,6 +70,41 @@ def find_message(record: dict, depth: int = 0) -> tuple[dict, str] | None:
             if found:
                 return found
     return None
+
+
+class SourcedLine(str):
+    """A line of a record that names its source (``source``)."""
+
+    source: str | None = None
+
+
+def record_source(record: dict) -> str | None:
+    """The source a record names (``SOURCE_KEYS`` at any depth, each
+    ``key=value``), or None."""
+    found = []
+
+    def visit(value: dict, depth: int) -> None:
+        if depth > MAX_DEPTH:
+            return
+        for key, inner in value.items():
+            if key in SOURCE_KEYS and isinstance(inner, (str, int)):
+                found.append(f"{key}={inner}")
+            elif isinstance(inner, dict):
+                visit(inner, depth + 1)
+
+    visit(record, 0)
+    return " ".join(sorted(found)) or None
+
+
+def _sourced(lines: list[str], source: str | None) -> list[str]:
+    if source is None:
+        return lines
+    out = []
+    for line in lines:
+        sourced = SourcedLine(line)
+        sourced.source = source
+        out.append(sourced)
+    return out
 
 
 def _field(record: dict, dotted: str):
