@@ -431,7 +431,7 @@ class LogReader:
         ``vllm-1``) or not; ``""`` for vLLM's lines with nothing before them.
         What a terminal overwrote (before a carriage return: a progress bar)
         is no wrapper."""
-        source = _source_of(head.rsplit("\r", 1)[-1])
+        source = _source_of(head.rsplit("\r", 1)[-1]) if head else ""
         if self._record_source is not None:
             source = f"{self._record_source}\0{source}"
         if source in self.source_lines:
