@@ -561,9 +561,11 @@ def _test_files(mapping: dict, module: str) -> list[str]:
 
 def _ledger(module: str) -> Path:
     """Each mutant's outcome, one JSON line per test run, in the repository:
-    keyed by the hash of the mutated file, so a line names one mutant of one
-    version of the module. A run on another machine, or after the cache was
-    emptied, takes its outcomes from here (``_resume``)."""
+    keyed by the hash of the mutated file (one mutant of one version of the
+    module) and by its ``scope_key`` (the same change to an unchanged
+    function). A run on another machine, after the cache was emptied or
+    after an edit elsewhere in the module takes its outcomes from here
+    (``_resume``)."""
     return LEDGER / (module.replace("/", "__").removesuffix(".py") + ".jsonl")
 
 

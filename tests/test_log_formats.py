@@ -357,12 +357,14 @@ def _at(i: int, fmt: str) -> str:
     lambda i, pid: _at(i, "%Y-%m-%dT%H:%M:%S.%f") + "123Z ",  # kubectl logs --timestamps
     lambda i, pid: _at(i, "%Y-%m-%dT%H:%M:%S.%f") + "+00:00 stdout F ",  # a CRI log file
     lambda i, pid: _at(i, "%b %d %H:%M:%S") + f" gpu-host vllm[{pid}]: ",  # journalctl
+    lambda i, pid: _at(i, "%Y-%m-%dT%H:%M:%S.%f") + f"+0000 gpu-host vllm[{pid}]: ",  # -o short-iso-precise
+    lambda i, pid: f"{1795153310 + i}.{i:06d} gpu-host vllm[{pid}]: ",  # journalctl -o short-unix
     lambda i, pid: _at(i, "%b ") + f"{int(_at(i, '%d')):>2}" + _at(i, " %H:%M:%S")
     + f" gpu-host vllm[{pid}]: ",  # syslog
     lambda i, pid: "[pod/vllm-0/vllm] " + _at(i, "%Y-%m-%dT%H:%M:%S.%fZ "),
     lambda i, pid: "vllm-1  | " + _at(i, "%Y-%m-%dT%H:%M:%S.%fZ "),
     lambda i, pid: _at(i, "%Y-%m-%d %H:%M:%S,") + f"{i % 1000:03d} ",  # Python's logging
-], ids=["kubectl-timestamps", "cri", "journald", "syslog", "kubectl-prefix-timestamps",
+], ids=["kubectl-timestamps", "cri", "journald", "journald-iso-precise", "journald-unix", "syslog", "kubectl-prefix-timestamps",
         "compose-timestamps", "python-logging"])
 def test_one_source_whose_wrapper_holds_times_and_a_pid_is_one_server_restarted(wrap):
     """What changes in one source's wrapper from line to line (its times)

@@ -91,22 +91,31 @@ _HEAD_INSIDE = re.compile(
 # What may change from line to line in the wrapper of one source: its
 # timestamps (ISO dates, syslog's month and day before a time, clock times
 # with fractions and zones, epoch seconds, kernel-style monotonic seconds),
-# journald's and syslog's process id after a time, the stream (stdout or
-# stderr) and a syslog priority. Any other difference in a wrapper's text
+# the stream (stdout or stderr) and a syslog priority (and, in _source_of,
+# journald's and syslog's process id after a time). Any other difference in a wrapper's text
 # (``[pod/vllm-0/vllm]`` then ``[pod/vllm-1/vllm]``) is another source.
 _SAME_SOURCE = re.compile(
     r"(?<![\w-])\d{4}-\d\d-\d\d(?=[T ]|$|[^\w-])"
     r"|(?<![\w-])(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d{1,2}(?= \d\d:\d\d:\d\d)"
     r"|(?:(?<=\dT)|(?<![\w:-]))\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
-    r"|(?<=\d\d:\d\d:\d\d)(?P<ident>.*\S)\[\d+\](?=: )"
     r"|(?<![\w.-])\d{10}(?:\.\d+)?(?![\w-])|^\[\s*\d+\.\d+\]"
     r"|\b(?:stdout|stderr)\b|^<\d{1,3}>"
 )
 
 
+# journald's and syslog's ``ident[pid]: ``: the pid changes at a restart.
+_PID = re.compile(r"(?<=\S)\[\d+\](?=: )")
+_CLOCK = re.compile(r"\d\d:\d\d:\d\d|\d{10}")
+
+
 def _source_of(head: str) -> str:
-    """A wrapper's text with what changes within one source masked."""
-    return _SAME_SOURCE.sub(lambda m: m["ident"] + "[#]" if m["ident"] is not None else "#", head)
+    """A wrapper's text with what changes within one source masked; a
+    process id only after a time of day (``gpu[0]:`` alone names a source)."""
+    masked = _SAME_SOURCE.sub("#", head)
+    pid = _PID.search(head)
+    if pid is not None and _CLOCK.search(head, 0, pid.start()):
+        masked = _PID.sub("[#]", masked, count=1)
+    return masked
 
 
 # Sources told apart in one log, at most (beyond two the count is only said),
