@@ -569,3 +569,74 @@ def test_a_cut_restart_whose_engine_logged_each_in_effect_word_takes_the_start_b
     assert d.exit_code == 0, d.summary
     assert d.summary.startswith("The last start (from line 10) had not reached its warmup; "
                                 "start 1 (from line 1) before it: Protected"), d.summary
+
+
+# --- the last survivors of diagnose.py's run of 2026-12-04 ------------------------
+
+
+def test_a_different_crash_before_a_stop_has_no_stop_note():
+    """A traceback, then the server stopped: the crash came first, so the
+    report does not say the server was stopped."""
+    stop = "(APIServer pid=100) INFO 12-03 10:00:12 [launcher.py:1] Received SIGTERM, exiting\n"
+    d = diagnosed(_other_crash_text() + stop)
+    assert d.verdict == "other-crash"
+    assert "stopped" not in d.summary, d.summary
+
+
+def test_a_different_crash_that_is_no_death_does_not_say_a_process_died():
+    d = diagnosed(_other_crash_text())
+    assert d.verdict == "other-crash"
+    assert "died" not in d.summary, d.summary
+
+
+def test_a_log_of_two_starts_counts_every_line_it_read():
+    text = protected_start(0) + protected_start(1)
+    d = diagnosed(text)
+    assert d.starts == 2
+    assert d.lines_read == text.count("\n"), (d.lines_read, text.count("\n"))
+
+
+def test_of_two_processes_with_a_cut_50615_traceback_the_first_is_named():
+    def cut(proc, pid):
+        lines = crash_traceback(f"({proc} pid={pid}) ERROR 12-03 10:00:11 [core.py:1]").splitlines(
+            keepends=True)
+        return lines[0] + "".join(lines[3:])
+    d = diagnosed(api_start() + cut("EngineCore_DP0", 200) + cut("EngineCore_DP1", 201))
+    assert d.summary.startswith("Probably vllm-project/vllm#50615")
+    assert "in EngineCore_DP0 pid=200," in d.summary and "DP1" not in d.summary, d.summary
+
+
+def test_a_long_report_that_the_engine_failed_is_quoted_to_its_first_160_characters():
+    message = ("Engine core initialization failed. See root cause above. Failed core proc(s): "
+               "{'EngineCore_DP0': 1, 'EngineCore_DP1': 1, 'EngineCore_DP2': 1, "
+               "'EngineCore_DP3': 1, 'EngineCore_DP4': 1}")
+    assert 161 < len(message) < 300
+    text = api_start() + _engine_failed_report().replace(
+        "Engine core initialization failed. See root cause above.", message)
+    d = diagnosed(text)
+    assert d.exit_code == 2
+    assert f"(RuntimeError: {message[:160]}), but not" in d.summary, d.summary
+
+
+def test_a_restart_cut_while_its_model_warms_up_takes_the_protected_start_before_it():
+    """Start 2 showed the plugin patched and loaded the model, then the log
+    ends before its warmup is over: start 1, protected, is the verdict."""
+    lines = protected_start(1).splitlines(keepends=True)
+    d = diagnosed(protected_start(0) + "".join(lines[:6]))
+    assert d.exit_code == 0, d.summary
+    assert d.summary.startswith("The last start (from line 10) had not reached its warmup; "
+                                "start 1 (from line 1) before it: Protected"), d.summary
+
+
+def test_a_plain_text_restart_cut_at_its_first_line_is_judged_by_the_crash_before_it():
+    """vLLM logging without its heads (VLLM_CONFIGURE_LOGGING=0): a #50615
+    crash, then the next start's first line and nothing more. The cut start
+    shows nothing of its own; the crash before it is the verdict."""
+    plain = ("non-default args: {'model': '/models/DeepSeek-V4-Flash'}\n"
+             "Resolved architecture: DeepseekV4ForCausalLM\n"
+             "Model loading took 0.58 GiB and 15.8 seconds\n")
+    crash = "".join(x[1:] + "\n" for x in crash_traceback("").splitlines())
+    d = diagnosed(plain + crash + plain.splitlines(keepends=True)[0])
+    assert d.starts == 2, d.summary
+    assert d.exit_code == 1, d.summary
+    assert d.summary.startswith("The last start"), d.summary
