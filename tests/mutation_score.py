@@ -667,13 +667,35 @@ def _resume(module: str, source: str, db) -> int:
     return len(outcomes)
 
 
-def _forget_survivors(session: Path) -> int:
-    """Survivors back to pending (after new tests, or a wider selection)."""
+def survivors_to_retry(module: str, source: str, survivors: list[tuple[str, str, int]],
+                       equivalents: list[dict]) -> list[str]:
+    """Of ``survivors`` (job id, operator, line), those no listed equivalent
+    explains: what new tests may kill. A listed one is known to survive
+    (re-running it, with ``--whole-files`` minutes each, tells nothing new)."""
+    lines = source.splitlines()
+    used: set = set()
+    return [job for job, operator, row in survivors
+            if equivalent_reason(equivalents, used, module, operator, _mutant_line(lines, row)) is None]
+
+
+def _forget_survivors(session: Path, module: str) -> int:
+    """Survivors that are not listed equivalents back to pending (after new
+    tests, or a wider selection)."""
     import sqlite3
 
+    from cosmic_ray.work_db import WorkDB, use_db
+
+    with use_db(str(session), WorkDB.Mode.open) as db:
+        results = dict(db.results)
+        survivors = [(item.job_id, item.mutations[0].operator_name, item.mutations[0].start_pos[0])
+                     for item in db.work_items
+                     if (r := results.get(item.job_id)) is not None and r.test_outcome == "survived"]
+    source = (PACKAGE / module).read_text(encoding="utf-8")
+    retry = survivors_to_retry(module, source, survivors, _equivalents())
     with sqlite3.connect(session) as db:
-        gone = db.execute("DELETE FROM work_results WHERE upper(test_outcome) = 'SURVIVED'").rowcount
-    return gone
+        for job in retry:
+            db.execute("DELETE FROM work_results WHERE job_id = ?", (job,))
+    return len(retry)
 
 
 def run_module(module: str, python: str, mapping: Path, retry: bool = False) -> None:
@@ -713,7 +735,8 @@ def run_module(module: str, python: str, mapping: Path, retry: bool = False) -> 
         stamp.write_text(digest)
     _point_at(session, target)
     if retry:
-        print(f"{module}: {_forget_survivors(session)} survivor(s) to run again", flush=True)
+        print(f"{module}: {_forget_survivors(session, module)} survivor(s) to run again "
+              "(listed equivalents kept)", flush=True)
     with use_db(str(session), WorkDB.Mode.open) as db:
         pending = sum(1 for _ in db.pending_work_items)
         total = db.num_work_items

@@ -231,6 +231,17 @@ def test_each_listed_equivalent_stands_for_one_survivor():
     assert ms.equivalent_reason(entries, used, "n.py", "other", "x = 1") is None
 
 
+def test_a_retry_of_survivors_runs_again_only_those_no_listed_equivalent_explains():
+    """After new tests, survivors run again; a listed equivalent does not
+    (it is known to survive): of two survivors of one operator on a line
+    listed once, the second runs again, as does one on an unlisted line."""
+    source = "x = 1\nx = 1\ny = 2\n"
+    entries = [{"module": "m.py", "operator": "op", "text": "x = 1", "reason": "listed"}]
+    survivors = [("a", "op", 1), ("b", "op", 2), ("c", "op", 3), ("d", "other", 1)]
+    assert ms.survivors_to_retry("m.py", source, survivors, entries) == ["b", "c", "d"]
+    assert ms.survivors_to_retry("n.py", source, survivors, entries) == ["a", "b", "c", "d"]
+
+
 def test_the_ledger_keeps_each_mutants_last_outcome_in_the_repository(tmp_path, monkeypatch):
     """Outcomes live in the committed ledger, not the cache: a later line of
     one mutant (a survivor run again after a new test) replaces its earlier."""
