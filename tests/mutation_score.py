@@ -84,7 +84,7 @@ JUDGING = [
     "warmup_shape/verdict.py", "warmup_shape/state.py", "warmup_shape/values.py",
     "warmup_shape/syntax.py", "warmup_shape/classify.py", "warmup_shape/module.py",
     "warmup_shape/as_loaded.py", "warmup_shape/expressions.py", "warmup_shape/statements.py",
-    "diagnose.py", "log_reader.py",
+    "diagnose.py", "log_reader.py", "log_exports.py",
 ]
 TIMEOUT_S = 600   # one mutant's tests; past it the mutant counts as killed (timed out)
 TEST_SECONDS = 120  # one test under a mutant: past it, that test fails (the mutant loops)
@@ -210,6 +210,7 @@ def build_map(python: str, tests: list[str] | None = None) -> Path:
     with open(measured_on / "dspark_attn_plugin" / "__init__.py", "a", encoding="utf-8") as fh:
         fh.write(UNSEEN.replace("MARKS", repr(str(data))))
     started = time.monotonic()
+    measured_files = _suite_files()  # as they ran: an edit made meanwhile makes the map stale
     print(f"map: {' '.join(tests) if tests else 'the offline suite'} under coverage, "
           "each test on its own ...", flush=True)
     # The engine harness's tests never run the copy (NOT_THE_COPY): not measured.
@@ -225,7 +226,7 @@ def build_map(python: str, tests: list[str] | None = None) -> Path:
     if tests is None:
         mapping = {"made": datetime.datetime.now().isoformat(timespec="seconds"),
                    "seconds": round(time.monotonic() - started), "sources": sources,
-                   "tests": found_tests, "unseen": unseen, "test_files": _suite_files(),
+                   "tests": found_tests, "unseen": unseen, "test_files": measured_files,
                    "lines": {rel: {ln: sorted(ks) for ln, ks in per.items()}
                              for rel, per in found_lines.items()}}
     else:
@@ -244,12 +245,11 @@ def build_map(python: str, tests: list[str] | None = None) -> Path:
                     lines[str(old)] = sorted(set(lines.get(str(old), [])) | ks)
         mapping.setdefault("added", []).append(
             {"tests": tests, "at": datetime.datetime.now().isoformat(timespec="seconds")})
-        files = _suite_files()
         recorded = mapping.setdefault("test_files", {})
         for t in tests:
             name = t.split("::")[0]
-            if "::" not in t and name in files:
-                recorded[name] = files[name]
+            if "::" not in t and name in measured_files:
+                recorded[name] = measured_files[name]
     MAP.write_text(json.dumps(mapping), encoding="utf-8")
     print(f"map: {len(found_tests)} tests measured in {round(time.monotonic() - started)} s "
           f"({len(unseen)} ran the plugin where coverage could not follow), "
