@@ -393,3 +393,57 @@ def test_code_that_is_not_affected_gets_no_edit_and_nothing_to_refuse(flashmla, 
     plan = plan_edit(text)
     assert plan.classification.verdict is verdict
     assert plan == EditPlan(plan.classification)
+
+
+# --- held-out mutations of warmup_shape (2026-12-04) that passed every other test ----------
+
+
+def test_a_warmup_asserting_the_buffer_on_ratio_1_layers_only_is_affected():
+    """compress_ratio 1 is SWA-only too (``compress_ratio <= 1``): a warmup
+    that asserts the buffer there crashes a drafter's ratio-1 layers."""
+    assert verdict("if self.compress_ratio == 1:\n    assert self.topk_indices_buffer is not None\n"
+                   ) is Verdict.AFFECTED
+    assert verdict("if self.compress_ratio == 0:\n    assert self.topk_indices_buffer is not None\n"
+                   ) is Verdict.AFFECTED
+    assert verdict("if self.compress_ratio == 4:\n    assert self.topk_indices_buffer is not None\n"
+                   ) is Verdict.FIXED  # the sparse path only: what the fix does
+
+
+def test_the_layer_or_none_handed_to_outside_code_is_unknown():
+    assert verdict("owner = self if q.numel() > 0 else None\nreserve(owner)\n") is Verdict.UNKNOWN
+    assert verdict("owner = None if q.numel() > 0 else self\nreserve(owner)\n") is Verdict.UNKNOWN
+
+
+def test_outside_code_after_a_buffer_test_whose_arm_raises_a_bare_class_is_unknown():
+    """The missing buffer chooses whether outside code runs (the arm that
+    raises is skipped): what that code does is not known."""
+    body = ("if self.topk_indices_buffer is not None:\n    raise NotImplementedError\n"
+            "current_workspace_manager().get_simultaneous(((self.max_num_batched_tokens,), torch.int32),)\n")
+    assert verdict(body) is Verdict.UNKNOWN
+
+
+def test_a_mutable_module_list_deciding_the_ratio_is_unknown():
+    """A module-level list may be changed by anyone before the warmup: the
+    SWA-only test that reads it decides nothing (a tuple does)."""
+    body = ("if self.compress_ratio in _SWA_ONLY_RATIOS:\n    output.zero_()\n    return\n"
+            "assert self.topk_indices_buffer is not None\n")
+    assert verdict(body, tail="\n_SWA_ONLY_RATIOS = [0, 1]\n") is Verdict.UNKNOWN
+    assert verdict(body, tail="\n_SWA_ONLY_RATIOS = (0, 1)\n") is Verdict.FIXED
+
+
+def test_get_forward_context_imported_under_another_name_is_still_read():
+    """``from vllm.forward_context import get_forward_context as _fc``: the
+    warmup branch under ``_fc().attn_metadata is None`` is still found."""
+    body = "assert self.topk_indices_buffer is not None\n"
+    plain = HEAD.format(body=" " * 12 + body, helpers="", tail="")
+    assert classify_source(plain).verdict is Verdict.AFFECTED
+    aliased = plain.replace("import get_forward_context\n", "import get_forward_context as _fc\n"
+                            ).replace("get_forward_context().attn_metadata", "_fc().attn_metadata")
+    assert "get_forward_context()" not in aliased
+    assert classify_source(aliased).verdict is Verdict.AFFECTED
+
+
+def test_a_warmup_that_stores_its_own_buffer_on_the_layer_is_unknown():
+    body = ("self.topk_indices_buffer = torch.empty((self.max_num_batched_tokens, 0))\n"
+            "assert self.topk_indices_buffer is not None\n")
+    assert verdict(body) is Verdict.UNKNOWN
