@@ -386,7 +386,7 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     ),
     "diagnose-two-pods-as-one": (
         "two pods' lines in one log read as one server",
-        [("diagnose.py", "    if log.interleaved_sources and d.exit_code == EXIT_OK:\n", "    if False:\n")],
+        [("diagnose.py", "    if d.exit_code == EXIT_OK and log.interleaved_sources:\n", "    if False:\n")],
     ),
     "diagnose-cut-assertion-another-crash": (
         "the #50615 assertion cut off from profile_run reads as another crash",
@@ -444,7 +444,7 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     # --- the log reader (diagnose)
     "reader-no-wrappers": (
         "a wrapper before vLLM's line shape is not stripped",
-        [("log_reader.py", "        if anchor is None or anchor.start() == 0 or anchor.start() > 200:\n", "        if True:\n")],
+        [("log_reader.py", "        if anchor is None or anchor.start() == 0 or anchor.start() > MAX_WRAPPER:\n", "        if True:\n")],
     ),
     "reader-headerless-ignored": (
         "frames without a Traceback header are ignored",
