@@ -447,3 +447,99 @@ def test_a_warmup_that_stores_its_own_buffer_on_the_layer_is_unknown():
     body = ("self.topk_indices_buffer = torch.empty((self.max_num_batched_tokens, 0))\n"
             "assert self.topk_indices_buffer is not None\n")
     assert verdict(body) is Verdict.UNKNOWN
+
+
+# --- survivors of the mutation tool over warmup_shape (2026-12-04): which names a closure
+# may trust, module constants, attributes that carry code, decorators named through a module
+
+
+CLOSURE = ("swa_only = self.compress_ratio <= 1\n"
+           "def pick():\n    return 0 if swa_only else self.topk_indices_buffer.shape[-1]\n"
+           "top_k = pick()\n")
+
+
+def _with_steady(body: str, steady: str) -> Verdict:
+    source = HEAD.format(body=textwrap.indent(body, " " * 12), helpers="", tail="")
+    source = source.replace("        self.steady(q)\n",
+                            "        self.steady(q)\n" + textwrap.indent(steady, " " * 8), 1)
+    return classify_source(source).verdict
+
+
+def test_a_closure_reading_a_name_bound_once_reads_its_value():
+    assert _with_steady(CLOSURE, "") is Verdict.FIXED
+    assert _with_steady(CLOSURE, "import torch\nfor x in q:\n    pass\n") is Verdict.FIXED
+
+
+@pytest.mark.parametrize("steady", [
+    "swa_only = False\n",
+    "for swa_only in q:\n    pass\n",
+    "while q:\n    swa_only = False\n",
+    "for x in q:\n    y = [swa_only := 1 for z in q]\n",
+    "def swa_only():\n    pass\n",
+    "class swa_only:\n    pass\n",
+    "import swa_only\n",
+    "import swa_only.sub\n",
+    "from m import x as swa_only\n",
+    "try:\n    pass\nexcept Exception as swa_only:\n    pass\n",
+    "match q:\n    case swa_only:\n        pass\n",
+    "match q:\n    case [*swa_only]:\n        pass\n",
+    "match q:\n    case {**swa_only}:\n        pass\n",
+    "def g(x=(swa_only := False)):\n    pass\n",
+    "def g(*, x=(swa_only := False)):\n    pass\n",
+    "@(swa_only := deco)\ndef g():\n    pass\n",
+    "class C(swa_only := Base):\n    pass\n",
+    "f = lambda x=(swa_only := False): x\n",
+    "f = lambda *, x=(swa_only := False): x\n",
+])
+def test_a_closure_reading_a_name_bound_again_anywhere_in_the_method_is_unknown(steady):
+    """A closure reads the cell when it runs: a name the method binds a second
+    time (any binding: assignment, loop, def, class, import, except, match
+    capture, a walrus in a default or decorator), or once inside a loop, may
+    hold another value by then."""
+    assert _with_steady(CLOSURE, steady) is Verdict.UNKNOWN
+
+
+def test_a_closure_reading_a_name_bound_once_inside_a_loop_is_unknown():
+    body = ("for _ in (1,):\n    swa_only = self.compress_ratio <= 1\n"
+            "def pick():\n    return 0 if swa_only else self.topk_indices_buffer.shape[-1]\n"
+            "top_k = pick()\n")
+    assert _with_steady(body, "") is Verdict.UNKNOWN
+
+
+SWA_TEST = ("if self.compress_ratio in _SWA_ONLY:\n    output.zero_()\n    return\n"
+            "assert self.topk_indices_buffer is not None\n")
+
+
+def test_only_a_name_bound_by_one_plain_assignment_is_a_module_constant():
+    assert verdict(SWA_TEST, tail="\n_SWA_ONLY = (0, 1)\n") is Verdict.FIXED
+    assert verdict(SWA_TEST, tail="\n_SWA_ONLY = _OTHER = (0, 1)\n") is Verdict.UNKNOWN
+
+
+@pytest.mark.parametrize("value, tail", [
+    ("lambda: 0", ""),
+    ("_module_function", "\ndef _module_function():\n    return 0\n"),
+    ("DeepseekV4FlashMLAAttention", ""),
+    ("self.steady", ""),
+])
+def test_an_attribute_given_code_of_this_module_is_read_as_derived(value, tail):
+    """Code of the module stored on the layer may read the buffer when it
+    runs later: the attribute is not a plain value."""
+    helpers = f"def __init__(self):\n    self._kept = {value}\n\ndef steady(self, q):\n    return q\n\n"
+    assert verdict("assert self._kept is not None\n", helpers, tail) is Verdict.UNKNOWN
+
+
+def test_an_attribute_given_a_plain_value_is_not_derived():
+    helpers = "def __init__(self, n):\n    self._kept = n\n\n"
+    assert verdict("assert self._kept is not None\n", helpers) is Verdict.NOT_AFFECTED
+
+
+def test_a_cached_property_named_through_functools_is_read_as_a_property():
+    """``@functools.cached_property`` (functools imported) is the decorator
+    ``@cached_property`` is: the walk reads the property's code."""
+    body = "top_k = 0 if self.swa_only else self.topk_indices_buffer.shape[-1]\n"
+    for decorator, imports in [("functools.cached_property", "import functools\n"),
+                               ("cached_property", "from functools import cached_property\n")]:
+        helpers = f"@{decorator}\ndef swa_only(self):\n    return self.compress_ratio <= 1\n\n"
+        source = imports + HEAD.format(body=textwrap.indent(body, " " * 12),
+                                       helpers=textwrap.indent(helpers, " " * 4), tail="")
+        assert classify_source(source).verdict is Verdict.FIXED, decorator
