@@ -543,3 +543,25 @@ def test_a_cached_property_named_through_functools_is_read_as_a_property():
         source = imports + HEAD.format(body=textwrap.indent(body, " " * 12),
                                        helpers=textwrap.indent(helpers, " " * 4), tail="")
         assert classify_source(source).verdict is Verdict.FIXED, decorator
+
+
+# --- a known gap (2026-12-04): the buffer reaching an attribute by a way R1 does not follow -----
+
+
+@pytest.mark.xfail(strict=True, reason="known gap: R1 follows only stores whose value names the "
+                   "buffer; a local, a call or a method parameter in between is not followed "
+                   "(docs/how-it-works.md, Known gap)")
+@pytest.mark.parametrize("init", [
+    "b = self.topk_indices_buffer\nself._b = b\n",
+    "self.register_buffer('_b', topk_indices_buffer, persistent=False)\n",
+    "register(self, '_b', topk_indices_buffer)\n",
+    "self._keep(topk_indices_buffer)\n",
+])
+def test_an_attribute_that_may_hold_the_buffer_through_another_way_is_not_read_safe(init):
+    """The warmup asserts an attribute that ``__init__`` filled with the
+    buffer: SWA-only layers fail there, so the verdict must not be safe."""
+    helpers = ("def __init__(self, topk_indices_buffer=None):\n"
+               + textwrap.indent(init, "    ")
+               + "\ndef _keep(self, b):\n    self._b = b\n\n")
+    assert verdict("assert self._b is not None\n", helpers) not in (Verdict.NOT_AFFECTED,
+                                                                   Verdict.FIXED)
