@@ -16,8 +16,10 @@ R1 *The run.* ``forward_mqa`` is interpreted from its first statement as the
    derived, so is whatever is computed from a derived value, whatever code
    chosen by a decided test on a derived value stores or returns (and the
    rest of the function, when the arm not taken could have left it), and
-   any attribute that this module ever stores a buffer-naming value, a
-   lambda or one of its own functions into.
+   any attribute that the module's other code (``__init__``, helpers,
+   methods) may fill from the buffer, or choose by it, or fill with its own
+   code: followed through locals, containers, calls, parameters, closures,
+   defaults and tests on the buffer (``aliases``; ``*``: every attribute).
 R2 *Tests.* An ``if``, ``while``, ``assert``, conditional expression,
    ``and``/``or``, ``match`` case or comprehension filter whose value is
    known takes its one arm. Otherwise it takes every arm, and what is under

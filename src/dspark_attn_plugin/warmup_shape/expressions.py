@@ -548,7 +548,8 @@ class ExpressionWalk:
                         return _const(True, attr == BUFFER_ATTR)
                     if attr in self.module.methods or attr in self.module.class_attrs:
                         self.escape(e, obj, "hasattr")
-                    return _Val(OPAQUE, derived=attr in self.module.aliases)
+                    return _Val(OPAQUE, derived=attr in self.module.aliases
+                                or "*" in self.module.aliases)
                 if obj.kind == CONST:
                     return _const(hasattr(obj.data, attr), obj.derived)
                 self.escape(e, obj, "hasattr")

@@ -5,19 +5,14 @@ from __future__ import annotations
 import ast
 import copy
 
+from dspark_attn_plugin.warmup_shape.aliases import layer_aliases
 from dspark_attn_plugin.warmup_shape.as_loaded import (
     CONSTANT_BUILTINS,
     NotAllowed,
     check_module,
     namespace,
 )
-from dspark_attn_plugin.warmup_shape.syntax import (
-    _stmt_binds,
-    names_buffer,
-)
-from dspark_attn_plugin.warmup_shape.verdict import (
-    BUFFER_ATTR,
-)
+from dspark_attn_plugin.warmup_shape.syntax import _stmt_binds
 from dspark_attn_plugin.target import CLASS_NAME
 
 
@@ -143,37 +138,6 @@ class _Module:
                         alias.asname or alias.name
                     ) == 1:
                         self.forward_context_names.add(alias.asname or alias.name)
-        # R1: attributes that ever receive a value naming the buffer, or
-        # code of this module that may read it later (a lambda, a function
-        # or method of this module).
-        for node in ast.walk(tree):
-            if type(node) in (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr):
-                value = getattr(node, "value", None)
-                if value is None or not self._carries(value):
-                    continue
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                for target in targets:
-                    for t in ast.walk(target):
-                        if isinstance(t, ast.Attribute) and t.attr != BUFFER_ATTR:
-                            self.aliases.add(t.attr)
-            elif type(node) is ast.Call and type(node.func) is ast.Name and (
-                node.func.id == "setattr" and len(node.args) >= 3 and names_buffer(node.args[2])
-            ):
-                name = node.args[1]
-                if isinstance(name, ast.Constant) and isinstance(name.value, str):
-                    self.aliases.add(name.value)
-                else:
-                    self.aliases.add("*")
-
-    def _carries(self, value: ast.expr) -> bool:
-        """``value`` names the buffer or holds code of this module."""
-        if names_buffer(value):
-            return True
-        for n in ast.walk(value):
-            if isinstance(n, ast.Lambda):
-                return True
-            if isinstance(n, ast.Name) and (n.id in self.functions or n.id == CLASS_NAME):
-                return True
-            if isinstance(n, ast.Attribute) and n.attr in self.methods:
-                return True
-        return False
+        # R1: attributes that may hold what depends on the buffer once the
+        # module's other code has run (``aliases``).
+        self.aliases = layer_aliases(tree)
