@@ -158,7 +158,19 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     ),
     "R1-aliases-ignored": (
         "an attribute the module stores the buffer in is read as unrelated",
-        [("warmup_shape/module.py", "                            self.aliases.add(t.attr)\n", "                            pass\n")],
+        [("warmup_shape/aliases.py", "                        self._add(self.aliases, first)\n",
+          "                        pass\n")],
+    ),
+    "R1-tests-on-the-buffer-ignored": (
+        "a store chosen by an if/while on the buffer is read as unrelated",
+        [("warmup_shape/aliases.py", "            inner = tainted or self.carries(s.test)\n",
+          "            inner = tainted\n")],
+    ),
+    "R1-calls-not-followed": (
+        "the buffer handed to a method or a nested def is not followed into it",
+        [("warmup_shape/aliases.py",
+          "            self.hand(c, fn, offset, tainted)  # what its parameters may be, always\n",
+          "            pass\n")],
     ),
     "R1-one-ratio": (
         "only compress_ratio 1 is walked (0 forgotten)",

@@ -84,6 +84,7 @@ JUDGING = [
     "warmup_shape/verdict.py", "warmup_shape/state.py", "warmup_shape/values.py",
     "warmup_shape/syntax.py", "warmup_shape/classify.py", "warmup_shape/module.py",
     "warmup_shape/as_loaded.py", "warmup_shape/expressions.py", "warmup_shape/statements.py",
+    "warmup_shape/aliases.py",
     "diagnose.py", "log_reader.py", "log_exports.py",
 ]
 TIMEOUT_S = 600   # one mutant's tests; past it the mutant counts as killed (timed out)

@@ -571,7 +571,8 @@ _KEPT_BY = {
     "if-else-on-it": "if topk_indices_buffer is None:\n    self._b = None\nelse:\n    self._b = 1\n",
     "a-method-called-if-missing": "if topk_indices_buffer is None:\n    self._clear()\n",
     "an-early-return": "self._b = None\nif topk_indices_buffer is None:\n    return\nself._b = 1\n",
-    "an-assert-after": "self._b = None\nassert topk_indices_buffer is not None or True\nself._b = 1\n",
+    "an-assertion-caught-by-the-caller": "self._b = None\ntry:\n    self._setup()\n"
+                                         "except AssertionError:\n    pass\n",
     "try-except": "try:\n    self._b = topk_indices_buffer.shape[0]\nexcept AttributeError:\n    self._b = None\n",
     "try-skips-the-store": "self._b = None\ntry:\n    topk_indices_buffer.shape\n    self._b = 1\nexcept AttributeError:\n    pass\n",
     "suppress": "self._b = None\nwith contextlib.suppress(AttributeError):\n    topk_indices_buffer.shape\n    self._b = 1\n",
@@ -588,7 +589,9 @@ def test_an_attribute_that_may_hold_the_buffer_through_another_way_is_not_read_s
     helpers = ("def __init__(self, topk_indices_buffer=None):\n"
                + textwrap.indent(init, "    ")
                + "\ndef _keep(self, b):\n    self._b = b\n\n"
-               + "def _clear(self):\n    self._b = None\n\n")
+               + "def _clear(self):\n    self._b = None\n\n"
+               + "def _setup(self):\n    assert self.topk_indices_buffer is not None\n"
+               "    self._b = 1\n\n")
     source = "import contextlib\nimport functools\n" + HEAD.format(
         body=" " * 12 + "assert self._b is not None\n",
         helpers=textwrap.indent(helpers, " " * 4), tail="")

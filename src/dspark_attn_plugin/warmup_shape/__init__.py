@@ -16,10 +16,15 @@ R1 *The run.* ``forward_mqa`` is interpreted from its first statement as the
    derived, so is whatever is computed from a derived value, whatever code
    chosen by a decided test on a derived value stores or returns (and the
    rest of the function, when the arm not taken could have left it), and
-   any attribute that the module's other code (``__init__``, helpers,
-   methods) may fill from the buffer, or choose by it, or fill with its own
-   code: followed through locals, containers, calls, parameters, closures,
-   defaults and tests on the buffer (``aliases``; ``*``: every attribute).
+   any attribute (or module-level object) that the module's other code
+   (``__init__``, helpers, methods, other classes) may fill from the
+   buffer, or change on a path a test on it chose, or fill with its own
+   code: followed through locals, containers, objects shared by names and
+   attributes, calls, parameters, closures, defaults, nn.Module's
+   registries and tests on the buffer (``aliases``; ``*``: every attribute).
+   An attribute or item read off a derived value that may be None is a
+   crash reached maybe; the ratio is unknown where the module may set it by
+   the buffer.
 R2 *Tests.* An ``if``, ``while``, ``assert``, conditional expression,
    ``and``/``or``, ``match`` case or comprehension filter whose value is
    known takes its one arm. Otherwise it takes every arm, and what is under
@@ -59,7 +64,9 @@ R6 *Verdict.* ``affected`` if R3 is certain on either walk; else
 Assumed, not proven: code outside the module that is handed none of the
 above does not raise for lack of the buffer (it may raise for other reasons:
 ``affected`` can then be wrong, never ``fixed``); attributes of the layer
-other than the buffer and the R1 aliases are not derived from it. A context
+other than the buffer and the R1 aliases are not derived from it: what
+imported bases' methods store, and what outside functions put into the
+objects they are handed (but for the forms ``aliases`` names). A context
 manager other than ``torch.no_grad``-like ones may swallow an exception, so
 the code after its ``with`` is walked as maybe reached. Imported bases are
 outside code too: what they define is not known (R5), and their metaclass

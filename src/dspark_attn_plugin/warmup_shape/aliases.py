@@ -1,42 +1,54 @@
-"""R1's aliases: the attributes of the layer that may hold the buffer, or
-something that depends on it, once the module's other code has run
-(``__init__``, helpers, other methods), read from the whole module's text.
+"""R1's aliases: the attributes of the layer (and the module-level objects)
+that may hold the buffer, or something that depends on it, once the
+module's other code has run (``__init__``, helpers, other methods and
+classes), read from the whole module's text.
 
-The walk of ``forward_mqa`` reads such an attribute as derived. The module
-passed R5's allow-list, so a value reaches the layer only by a store on a
-method's own instance (``self.x = v``, ``setattr(self, "x", v)``) or by a
-call: of this module's code, of an ``nn.Module`` method that registers it
-by name, of outside code handed the layer. What is followed, to a fixpoint,
-with Python's scopes (a function's locals, its enclosing functions', the
-module's):
+The walk of ``forward_mqa`` reads such an attribute or name as derived. The
+module passed R5's allow-list, so a value reaches the layer only by a store
+on a method's own instance (``self.x = v``, ``setattr(self, "x", v)``), or
+by changing an object the layer holds, or by a call. What is followed, to a
+fixpoint, with Python's scopes (a function's locals, its enclosing
+functions', the module's):
 
 - *Carriers*: names bound to a value that may be, hold or depend on the
-  buffer (it names the buffer or a carrier, or calls code of this module
-  that may return one); names whose object took a carrier in (``d[k] = v``,
-  ``d.append(v)``); the parameters of this module's functions, methods,
-  nested ``def``s and lambdas that a call or a default hands a carrier.
-  *Code*: names bound to this module's code (a lambda, a function, a
-  method, a class).
+  buffer: it names the buffer, a carrier, an alias of the layer, one of
+  nn.Module's registries (``_buffers``, ``buffers()``, ``state_dict()``,
+  ...), code of this module that may return one, or code handed the layer
+  itself; the names a module stores *as* the buffer (``self.<buffer> = b``:
+  ``b`` is it); a constructor's ``*args``/``**kwargs``; the parameters of
+  this module's functions, methods, nested ``def``s and lambdas that a call
+  or a default hands a carrier. *Code*: names bound to this module's code.
+- *Objects*: which attributes of the layer a name may be the object of
+  (``d = self._d``, ``for x in (self._l,)``, ``x = self.prop``, what a
+  method returns, a parameter handed one, ``a = self.x = v``), and which
+  attributes may be one object (``self.b = self.a``). An object *takes a
+  value in* when it is stored into (``d[k] = v``, ``d.x = v``), when a
+  method of it is called with one (``d.append(v)``, also through
+  ``list.append(d, v)``, ``map(d.append, ...)``, ``out=d``, an in-place
+  ``torch.Tensor`` method, a view made of it by a function), or when a test
+  on the buffer chose any code that names it (an iterator advanced, a
+  ``defaultdict`` read, a ``cached_property`` read: anything may change
+  it). Every attribute it may be is then an alias.
 - *Control*: a store, a bind or a call depends on the buffer also when a
   test on a carrier chose it (``if``, ``while``, ``for``, ``match``,
-  ``with``, ``assert``, a conditional expression, ``and``/``or``, a
-  comprehension's ``for`` or ``if``), when it follows, in its function, a
-  ``return``, ``raise``, ``break``, ``continue`` or ``assert`` that such a
-  test chose, or when it is in a ``try`` or ``with`` whose body may depend
-  on the buffer or runs this module's code (a handler or a context manager
-  may swallow what it raises). A call of this module's code so chosen makes
-  all of that code depend; so does a return of that code.
-- *Aliases*: an attribute stored on a method's instance with a value that
-  carries or holds code, or under such control (for ``self.a.b = v`` and
-  ``self.a[k] = v``: ``a``); ``setattr`` and ``register_buffer``,
-  ``register_parameter``, ``register_module``, ``add_module`` (on the
-  layer) with a constant name: that name. ``*`` (every attribute the class
-  does not define) when such a value or call goes to outside code that is
-  also handed the layer itself, or to a callee the walk cannot name (a
-  local bound to something other than a ``def`` or a lambda, the result of
-  a call, a subscript). Methods of imported bases (``super().m``, ``self.m``
-  that no class of the module defines) are vLLM's own code: the assumption
-  stated in the package's docstring covers what they store.
+  ``with``, a conditional expression, ``and``/``or``, a comprehension's
+  ``for`` or ``if``), when it follows, in its function, a ``return``,
+  ``break`` or ``continue`` that such a test chose, or when it is in a
+  ``try`` or ``with`` whose body may raise for the buffer's sake (it
+  touches a carrier or runs this module's code that does; a handler or a
+  context manager may swallow it). An exception that leaves the module's
+  code is taken to end the run (vLLM does not catch it). A call of this
+  module's code so chosen makes all of that code depend.
+- *Aliases*: what the above reaches; ``register_buffer`` and the like (on
+  the layer) with a constant name: that name. ``*`` (every attribute the
+  class does not define, and the ratio) when such a value or call goes to
+  outside code that is also handed the layer itself, or to a callee the
+  walk cannot name, or code of this module is handed to outside code with
+  it (a callback). Methods of imported bases (``super().m``, ``self.m``
+  that the module neither defines nor stores) are vLLM's own code; outside
+  functions handed objects of the layer besides such a value (kernels
+  writing their outputs) are assumed not to put it in them, but for the
+  forms named above: the assumption stated in the package's docstring.
 """
 
 from __future__ import annotations
@@ -47,8 +59,30 @@ from dspark_attn_plugin.warmup_shape.verdict import BUFFER_ATTR
 
 # nn.Module methods that store their argument on the module under a name.
 REGISTERS = frozenset({"register_buffer", "register_parameter", "register_module", "add_module"})
+# nn.Module's own registries and what reads them: through these, any
+# registered value (the buffer too) can come back, and a store into one is a
+# store of any attribute.
+REGISTRY = frozenset({
+    "_buffers", "_parameters", "_modules", "buffers", "named_buffers", "parameters",
+    "named_parameters", "children", "named_children", "modules", "named_modules",
+    "state_dict", "get_buffer", "get_parameter", "get_submodule", "get_extra_state",
+})
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+# Types whose methods, called unbound (``list.append(x, v)``), change ``x``.
+BUILTIN_TYPES = frozenset({"list", "dict", "set", "bytearray", "object", "deque", "OrderedDict",
+                           "defaultdict", "Counter"})
+# Builtins that only read what they are handed (never store into it).
+READERS = frozenset({"getattr", "hasattr", "isinstance", "issubclass", "type", "id", "len",
+                     "repr", "str", "print", "callable", "hash", "format"})
+# Outside callables that return (an item of) what they are handed, not a
+# new object: ``next(iter(x))``, ``cast(T, x)``.
+PASS_THROUGH = frozenset({"next", "iter", "cast", "getattr", "reversed", "min", "max",
+                          "nullcontext", "get", "pop", "setdefault", "values", "items"})
+# Methods of Python's containers that put their argument in; handed out
+# bound (``map(x.append, items)``), they put it into ``x``.
+MUTATORS = frozenset({"append", "appendleft", "extend", "extendleft", "add", "update", "insert",
+                      "setdefault", "__setitem__", "put", "put_nowait", "push"})
 # What ``expression`` acts on (everything else it only walks through).
 _ACTS = frozenset({
     ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.NamedExpr, ast.Yield,
@@ -60,10 +94,13 @@ _ACTS = frozenset({
 MAX_ROUNDS = 200
 
 
-def layer_aliases(tree: ast.Module) -> set[str]:
+def layer_aliases(tree: ast.Module) -> tuple[set[str], set[str]]:
     """The attribute names that may hold what depends on the buffer, with
-    ``"*"`` for every attribute."""
-    return _Flow(tree).run()
+    ``"*"`` for every attribute; and the module-level names whose objects may
+    (a list or a class that took it in)."""
+    flow = _Flow(tree)
+    aliases = flow.run()
+    return aliases, {name for scope, name in flow.carriers if scope is None}
 
 
 def _params(fn) -> list[ast.arg]:
@@ -154,6 +191,7 @@ class _Flow:
         self.inits: dict[str, list] = {}  # a module class -> its __init__(s)
         self.layer_names: set[str] = set()  # first parameters of methods
         self.static: set[int] = set()  # id() of static methods
+        self.properties: set[str] = set()  # read as their getter's result, not code
         for stmt in tree.body:
             if isinstance(stmt, _DEFS):
                 self.functions.setdefault(stmt.name, []).append(stmt)
@@ -164,6 +202,10 @@ class _Flow:
                     self.methods.setdefault(fn.name, []).append(fn)
                     if fn.name == "__init__":
                         self.inits.setdefault(stmt.name, []).append(fn)
+                    decorators = {d.id if isinstance(d, ast.Name) else getattr(d, "attr", "")
+                                  for d in fn.decorator_list}
+                    if decorators & {"property", "cached_property"}:
+                        self.properties.add(fn.name)
                     if any(isinstance(d, ast.Name) and d.id == "staticmethod"
                            for d in fn.decorator_list):
                         self.static.add(id(fn))
@@ -172,7 +214,25 @@ class _Flow:
                     if positional:
                         self.layer_names.add(positional[0].arg)
         self.classes = {s.name for s in tree.body if isinstance(s, ast.ClassDef)}
+        # Module-level names bound to data (not imports, defs or classes):
+        # an object there can take the buffer in, and the walk reads it.
+        self.data_names = {t.id for stmt in tree.body if isinstance(stmt, (ast.Assign, ast.AnnAssign))
+                           for target in (stmt.targets if isinstance(stmt, ast.Assign)
+                                          else [stmt.target])
+                           for t in _targets(target) if isinstance(t, ast.Name)}
+        # Attributes this module stores on an instance (anything it calls
+        # through ``self.x(...)`` is then not an imported base's method).
+        self.stored: set[str] = set()
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load):
+                self.stored.add(n.attr)
+            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and (
+                n.func.id == "setattr") and len(n.args) > 1 and isinstance(
+                    n.args[1], ast.Constant):
+                self.stored.add(str(n.args[1].value))
         self.carriers: set[tuple] = set()
+        self.views: dict[tuple, set] = {}  # a name -> the layer's attributes it may be
+        self.links: dict[str, set] = {}  # an attribute -> those that may be the same object
         self.code: set[tuple] = set()
         self.returning: set[int] = set()  # id() of functions that may return a carrier
         self.tainted: set[int] = set()  # id() of functions run under the buffer's control
@@ -182,6 +242,15 @@ class _Flow:
         self._children: dict[int, list] = {}
         self._acts: dict[int, bool] = {}
         self._functions = [n for n in ast.walk(tree) if isinstance(n, _FUNCTIONS)]
+        self.touching: set[int] = set()  # id() of functions that may raise for the buffer
+        self.returns: dict[int, set] = {}  # id() of a function -> the attributes it may return
+        # What a constructor is handed positionally or by other names may be
+        # the buffer (vLLM's model passes it to the layer's __init__).
+        for inits in self.inits.values():
+            for fn in inits:
+                for p in (fn.args.vararg, fn.args.kwarg):
+                    if p is not None:
+                        self.carriers.add((id(fn), p.arg))
 
     def children(self, e) -> list:
         found = self._children.get(id(e))
@@ -207,6 +276,22 @@ class _Flow:
         if item not in kind:
             kind.add(item)
             self.changed = True
+            if kind is self.aliases:  # the attributes that may be the same object too
+                for other in self.links.get(item, ()):
+                    self._add(self.aliases, other)
+
+    def link(self, attr: str, others) -> None:
+        """``self.attr`` and the attributes ``others`` may be one object."""
+        for other in others:
+            if other in (attr, BUFFER_ATTR, "*"):
+                continue
+            if other not in self.links.setdefault(attr, set()):
+                self.links[attr].add(other)
+                self.links.setdefault(other, set()).add(attr)
+                self.changed = True
+                if attr in self.aliases or other in self.aliases:
+                    self._add(self.aliases, attr)
+                    self._add(self.aliases, other)
 
     def key(self, node: ast.Name) -> tuple:
         return self.scopes.key(node.id, node)
@@ -220,8 +305,21 @@ class _Flow:
         for n in self.nodes(e):
             if _names_the_buffer(n):
                 return True
-            if isinstance(n, ast.Name) and self.key(n) in self.carriers:
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and (
+                self.key(n) in self.carriers
+            ):
                 return True
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and (
+                n.value.id in self.layer_names or n.value.id in self.classes
+            ) and (n.attr in self.aliases or n.attr in REGISTRY or (
+                "*" in self.aliases and n.attr not in self.methods
+            )):
+                return True  # the layer's attribute that may hold it
+            if isinstance(n, ast.Call) and any(
+                _names_layer(a, self.layer_names)
+                for a in [*n.args, *(k.value for k in n.keywords)]
+            ) and not self._attribute_read(n):
+                return True  # code handed the layer may return what it holds
             if isinstance(n, ast.Attribute) and any(
                 id(fn) in self.returning for fn in self.methods.get(n.attr, ())
             ):
@@ -231,9 +329,28 @@ class _Flow:
                 if callees is None:
                     if isinstance(n.func, ast.Name) and self.key(n.func) in self.code:
                         return True
+                    f = n.func
+                    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and (
+                        f.value.id in self.layer_names and f.attr in self.stored
+                    ):
+                        return True  # code the module stored on the layer: what it returns
                 elif any(id(fn) in self.returning for fn, _ in callees):
                     return True
         return False
+
+    def _attribute_read(self, c: ast.Call) -> bool:
+        """``getattr(self, "x")``/``hasattr`` with a constant name other
+        than a registry: a read of ``self.x`` (``carries`` asks of ``x``)."""
+        f = c.func
+        if not (isinstance(f, ast.Name) and f.id in ("getattr", "hasattr")
+                and self.outside_callee(f) and len(c.args) >= 2):
+            return False
+        name = c.args[1]
+        if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+            return False
+        return name.value not in self.aliases and name.value not in REGISTRY and (
+            "*" not in self.aliases or name.value in self.methods
+        ) and not any(self.carries(a) for a in c.args[2:])
 
     def holds_code(self, e) -> bool:
         """``e`` may be code of this module (not only its result)."""
@@ -252,7 +369,9 @@ class _Flow:
                     n.id in self.functions or n.id in self.classes
                 )):
                     return True
-            if isinstance(n, ast.Attribute) and n.attr in self.methods:
+            if isinstance(n, ast.Attribute) and n.attr in self.methods and (
+                n.attr not in self.properties
+            ):
                 return True
         return False
 
@@ -297,14 +416,28 @@ class _Flow:
         return left
 
     def statement(self, s: ast.stmt, tainted: bool, fn) -> bool:
+        if fn is not None and id(fn) not in self.touching and not isinstance(
+            s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+        ) and self.carries(s):
+            self._add(self.touching, id(fn))  # it may raise for the buffer's sake
         if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             for d in s.decorator_list:
                 self.expression(d, tainted, fn)
             if isinstance(s, ast.ClassDef):
                 self.block(s.body, tainted, fn)
-            elif tainted:
+                return False
+            if tainted:
                 self._taint(s)
+            if fn is not None:
+                self._add(self.code, self.scopes.key(s.name, s))
             return False
+        if isinstance(s, ast.Assign) and len(s.targets) > 1:
+            # a = self.x = v: the names are the object the attributes are.
+            for t in s.targets:
+                if isinstance(t, ast.Name):
+                    for other in s.targets:
+                        if other is not t and not isinstance(other, ast.Name):
+                            self.bind(t, other, False)
         if isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             self.expression(s.value, tainted, fn)
             for t in (s.targets if isinstance(s, ast.Assign) else [s.target]):
@@ -314,20 +447,32 @@ class _Flow:
                 value = ast.Tuple([s.value, t], ast.Load()) if isinstance(
                     s, ast.AugAssign) else s.value
                 self.bind(t, value, tainted)
+                if isinstance(s, ast.AugAssign) and isinstance(t, ast.Name) and (
+                    tainted or self.carries(s.value) or self.holds_code(s.value)
+                ):
+                    self.took_in(t)  # l += [v] changes the object l is
             return False
         if isinstance(s, ast.Return):
             self.expression(s.value, tainted, fn)
+            if fn is not None and s.value is not None:
+                refs = self.refs(s.value)
+                if not refs <= self.returns.get(id(fn), set()):
+                    self.returns.setdefault(id(fn), set()).update(refs)
+                    self.changed = True
             if fn is not None and (tainted or self.carries(s.value)):
                 self._add(self.returning, id(fn))
             return tainted
-        if isinstance(s, (ast.Raise, ast.Break, ast.Continue)):
+        if isinstance(s, (ast.Break, ast.Continue)):
+            return tainted
+        if isinstance(s, (ast.Raise, ast.Assert)):
+            # An exception leaves the function: what follows it there runs
+            # only on calls where it was not raised. Where it is caught
+            # (a ``try`` here or in a caller), that ``try`` is chosen.
             for child in ast.iter_child_nodes(s):
                 self.expression(child, tainted, fn)
-            return tainted
-        if isinstance(s, ast.Assert):
-            self.expression(s.test, tainted, fn)
-            self.expression(s.msg, tainted, fn)
-            return tainted or self.carries(s.test)
+            if tainted and fn is not None:
+                self._add(self.touching, id(fn))
+            return False
         if isinstance(s, (ast.If, ast.While)):
             self.expression(s.test, tainted, fn)
             inner = tainted or self.carries(s.test)
@@ -387,13 +532,19 @@ class _Flow:
         return False
 
     def may_raise(self, body: list) -> bool:
-        """``body`` may raise for the buffer's sake: it touches a carrier or
-        calls code that is not outside code."""
+        """``body`` may raise for the buffer's sake: it touches a carrier,
+        calls this module's code that does (or may have been chosen by it),
+        or calls code the walk cannot name."""
         for stmt in body:
             if self.carries(stmt):
                 return True
             for n in self.nodes(stmt):
-                if isinstance(n, ast.Call) and not self.outside_callee(n.func):
+                if not isinstance(n, ast.Call) or self.outside_callee(n.func):
+                    continue
+                callees = self.callees(n.func)
+                if callees is None or any(
+                    id(c) in self.touching or id(c) in self.tainted for c, _ in callees
+                ):
                     return True
         return False
 
@@ -405,7 +556,11 @@ class _Flow:
     def expression(self, e, tainted: bool, fn) -> None:
         """The calls, walruses and yields in ``e``, each with whether a test
         on the buffer chose it."""
-        if e is None or not self.acts(e):
+        if e is None:
+            return
+        if tainted:
+            self.touched_all(e)
+        if not self.acts(e):
             return
         todo = [(e, tainted)]
         while todo:
@@ -428,29 +583,66 @@ class _Flow:
             if isinstance(n, ast.IfExp):
                 chosen = t or self.carries(n.test)
                 todo += [(n.test, t), (n.body, chosen), (n.orelse, chosen)]
+                if chosen and not t:
+                    self.touched_all(n.body)
+                    self.touched_all(n.orelse)
                 continue
             if isinstance(n, ast.BoolOp):
                 chosen = t
                 for v in n.values:
                     todo.append((v, chosen))
+                    if chosen and not t:
+                        self.touched_all(v)
                     chosen = chosen or self.carries(v)
                 continue
             if isinstance(n, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
                 chosen = t
                 for g in n.generators:
                     todo.append((g.iter, chosen))
+                    if chosen and not t:
+                        self.touched_all(g.iter)
                     chosen = chosen or self.carries(g.iter)
                     self.bind(g.target, g.iter, chosen)
                     for cond in g.ifs:
                         todo.append((cond, chosen))
+                        if chosen and not t:
+                            self.touched_all(cond)
                         chosen = chosen or self.carries(cond)
                 parts = [n.key, n.value] if isinstance(n, ast.DictComp) else [n.elt]
                 todo += [(p, chosen) for p in parts]
+                if chosen and not t:
+                    for p in parts:
+                        self.touched_all(p)
                 continue
             todo += [(c, t) for c in self.children(n)]
 
     def bind(self, target, value, tainted: bool, at=None) -> None:
         """``target`` receives ``value``."""
+        for t in _targets(target):
+            if isinstance(t, ast.Attribute) and t.attr == BUFFER_ATTR:
+                self.is_the_buffer(value)
+            if isinstance(t, ast.Name):
+                refs = self.refs(value)
+                if refs:
+                    k = self.scopes.key(t.id, at if at is not None else t)
+                    if not refs <= self.views.get(k, set()):
+                        self.views.setdefault(k, set()).update(refs)
+                        self.changed = True
+        for t in _targets(target):
+            root = _root(t) if isinstance(t, (ast.Attribute, ast.Subscript)) else None
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and (
+                t.value.id in self.layer_names
+            ):
+                # self.a = v: v's object is self.a now, and any attribute v is
+                self.link(t.attr, self.refs(value))
+                for n, attr in self.objects(value):
+                    if isinstance(n, ast.Name) and n.id not in self.layer_names and attr is None:
+                        k = self.key(n)
+                        if t.attr not in self.views.get(k, set()):
+                            self.views.setdefault(k, set()).add(t.attr)
+                            self.changed = True
+            elif root is not None and root.id not in self.layer_names:
+                pass
         carries = tainted or self.carries(value)
         code = self.holds_code(value)
         if not (carries or code):
@@ -460,10 +652,12 @@ class _Flow:
                 root = _root(t)
                 if root is not None and root.id in self.layer_names:
                     first = _first_attr(t)  # self.a = v, self.a.b = v, self.a[k] = v
-                    if first is not None and first != BUFFER_ATTR:
+                    if first in REGISTRY:
+                        self._add(self.aliases, "*")  # self._buffers[k] = v: any attribute
+                    elif first is not None and first != BUFFER_ATTR:
                         self._add(self.aliases, first)
                 elif root is not None:  # d[k] = v: d took it in
-                    self._add(self.carriers, self.key(root))
+                    self.took_in(root)
             elif isinstance(t, ast.Name):
                 k = self.scopes.key(t.id, at if at is not None else t)
                 if carries:
@@ -488,9 +682,12 @@ class _Flow:
             defs = self.scopes.local_defs(k)
             return [(fn, 0) for fn in defs] if defs else None
         if isinstance(f, ast.Attribute) and f.attr in self.methods and not _is_super(f.value):
-            # self.m(...), Class.m(...), or x.m(...) with x perhaps an
-            # instance of a module class: every method of that name.
-            return [(fn, 0 if id(fn) in self.static else 1) for fn in self.methods[f.attr]]
+            # self.m(...), Class.m(...), type(self).m(self, ...), or x.m(...)
+            # with x perhaps an instance of a module class: every method of
+            # that name, bound (one parameter taken) or not.
+            bound = isinstance(f.value, ast.Name) and f.value.id in self.layer_names
+            return [(fn, offset) for fn in self.methods[f.attr]
+                    for offset in ((0,) if id(fn) in self.static else (1,) if bound else (0, 1))]
         return None
 
     def outside_callee(self, f) -> bool:
@@ -508,44 +705,237 @@ class _Flow:
     def call(self, c: ast.Call, tainted: bool) -> None:
         args = [a.value if isinstance(a, ast.Starred) else a for a in c.args]
         values = [*args, *(k.value for k in c.keywords)]
-        handed = tainted or any(self.carries(a) or self.holds_code(a) for a in values)
+        f = c.func
+        if isinstance(f, ast.Attribute) and f.attr in REGISTERS and len(args) >= 2 and (
+            isinstance(args[0], ast.Constant)
+            and args[0].value == BUFFER_ATTR
+        ):
+            self.is_the_buffer(args[1])
+        if isinstance(f, ast.Name) and f.id == "setattr" and len(args) >= 3 and isinstance(
+            args[1], ast.Constant
+        ) and args[1].value == BUFFER_ATTR:
+            self.is_the_buffer(args[2])
+        handed = tainted or any(self.carries(a) or self.holds_code(a) for a in values) or not (
+            isinstance(f, ast.Name) and f.id in READERS and self.outside_callee(f)
+        ) and any(isinstance(n, ast.Name) and n.id in self.layer_names and attr is None
+                  for v in values for n, attr in self.objects(v))  # the layer itself handed on
+        callees = self.callees(f)
+        if isinstance(f, ast.Attribute) and _is_super(f.value) and f.attr in self.methods:
+            callees = [(fn, 1) for fn in self.methods[f.attr]]  # a module mixin's, perhaps
+        for fn, offset in callees or ():
+            self.hand(c, fn, offset, tainted)  # what its parameters may be, always
         if not handed:
             return
-        f = c.func
         if isinstance(f, ast.Name) and f.id == "setattr" and self.outside_callee(f):
             if len(args) >= 3 and (tainted or self.carries(args[2]) or self.holds_code(args[2])):
                 self.store_named(args[1])
             return
-        callees = self.callees(f)
-        root = _root(f) if isinstance(f, ast.Attribute) else None
         if callees is not None:
-            for fn, offset in callees:
+            for fn, _ in callees:
                 if tainted:
                     self._taint(fn)
-                self.hand(c, fn, offset, tainted)
-            if root is not None and root.id not in self.layer_names:
-                self._add(self.carriers, self.key(root))  # x.m(v): x may have taken it in
+            if isinstance(f, ast.Attribute) and not (
+                isinstance(f.value, ast.Name) and f.value.id in self.layer_names
+            ):
+                self.took_in(f.value)  # x.m(v), self.h.m(v): that object may have taken it in
             return
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and (
             f.value.id in self.layer_names
         ):
             if f.attr in REGISTERS:  # nn.Module stores it under that name
                 self.store_named(args[0] if args else None)
-            return  # an imported base's method: vLLM's own code
+                return
+            if f.attr not in self.stored and f.attr not in REGISTRY and not any(
+                self.holds_code(a) for a in values
+            ):
+                return  # an imported base's method: vLLM's own code
+            self._add(self.aliases, "*")  # code this module stored, or a registry's
+            return
         if isinstance(f, ast.Attribute) and _is_super(f.value):
             return  # an imported base's method: vLLM's own code
-        if root is not None and root.id in self.layer_names:
-            first = _first_attr(f.value)
-            if first is not None and first != BUFFER_ATTR:
-                self._add(self.aliases, first)  # self.cache.put(v): self.cache took it in
+        carried = tainted or any(self.carries(a) for a in values)
+        if not self.outside_callee(f) or carried and any(self.holds_code(a) for a in values):
+            # A callee the walk cannot name, or outside code handed this
+            # module's code (a callback) with the value.
+            self._add(self.aliases, "*")
             return
-        if self.outside_callee(f):
-            if any(_names_layer(a, self.layer_names) for a in values):
-                self._add(self.aliases, "*")  # outside code handed the layer and the value
-            elif root is not None and self.key(root)[0] is not None:
-                self._add(self.carriers, self.key(root))  # d.append(v): d took it in
-            return
-        self._add(self.aliases, "*")  # a callee the walk cannot name
+        # Outside code: the object it is a method of may take the value in
+        # (``d.append(v)``, ``self.cache.put(v)``). What it does to the
+        # objects it is handed is the assumption stated in the package's
+        # docstring (kernels write into their output tensors).
+        if not (isinstance(f, ast.Name) and f.id in READERS) and any(
+            isinstance(n, ast.Name) and n.id in self.layer_names and attr is None
+            for v in values for n, attr in self.objects(v)
+        ):
+            self._add(self.aliases, "*")  # handed the layer itself: it may store anything
+        if isinstance(f, ast.Attribute):
+            self.took_in(f.value)
+            for n in self.nodes(f.value):  # torch.narrow(x, ...).fill_(v): x's view
+                if isinstance(n, ast.Call):
+                    for a in [*n.args, *(k.value for k in n.keywords)]:
+                        self.took_in(a)
+            if args and (f.value.id in BUILTIN_TYPES if isinstance(f.value, ast.Name) else (
+                isinstance(f.value, ast.Attribute) and f.value.attr == "Tensor"
+            ) or f.attr.endswith("_") and not f.attr.endswith("__")):
+                self.took_in(args[0])  # list.append(x, v), torch.Tensor.fill_(x, v)
+        for k in c.keywords:
+            if k.arg == "out":
+                self.took_in(k.value)  # torch.add(a, b, out=x)
+        for a in values:
+            if isinstance(a, ast.Attribute) and a.attr in MUTATORS:
+                self.took_in(a.value)  # map(x.append, [v]): x's bound method handed out
+
+    def is_layer(self, n) -> bool:
+        """``n`` is the layer: a method's first parameter, or a name bound to it."""
+        return isinstance(n, ast.Name) and (
+            n.id in self.layer_names or "*" in self.views.get(self.key(n), ())
+        )
+
+    def touched_all(self, e) -> None:
+        nodes = self.nodes(e)
+        read_off = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
+        for n in nodes:
+            if isinstance(n, ast.Attribute) and self.is_layer(n.value):
+                self.touched_attribute(n.attr)
+            elif id(n) in read_off and self.is_layer(n):
+                continue  # layer.x: x is what is touched
+            else:
+                self.touched(n)
+
+    def touched_attribute(self, attr: str) -> None:
+        if attr in REGISTRY:
+            self._add(self.aliases, "*")
+        elif attr != BUFFER_ATTR and attr not in self.methods:
+            self._add(self.aliases, attr)
+        elif attr in self.properties:
+            self._add(self.aliases, attr)  # a cached_property's value is fixed there
+
+    def touched(self, n) -> None:
+        """``n`` runs on a path the buffer chose: any object it names may
+        have changed there (an iterator advanced, a defaultdict read, a
+        view filled), whatever the operation."""
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and (
+            n.value.id in self.layer_names
+        ):
+            self.touched_attribute(n.attr)
+        elif isinstance(n, ast.Name) and n.id not in self.layer_names:
+            k = self.key(n)
+            if k[0] is None and n.id not in self.data_names and n.id not in self.classes:
+                return
+            self._add(self.carriers, k)
+            for view in self.views.get(k, ()):
+                self._add(self.aliases, view)
+
+    def took_in(self, e) -> None:
+        """The objects ``e`` may be (the layer, its attributes, a name's
+        object) may have taken a value that depends on the buffer in."""
+        for n, attr in self.objects(e):
+            if isinstance(n, ast.Name) and n.id in self.layer_names:
+                if attr is None or attr in REGISTRY:
+                    self._add(self.aliases, "*")  # the layer itself, or its registries
+                elif attr != BUFFER_ATTR:
+                    self._add(self.aliases, attr)
+                    for view in self.property_returns(attr):
+                        self._add(self.aliases, view)  # self.prop.append(v): what prop returns
+            elif isinstance(n, ast.Name):
+                k = self.key(n)
+                if k[0] is None and n.id not in self.data_names and n.id not in self.classes:
+                    continue  # an import or a builtin: not an object this module keeps
+                self._add(self.carriers, k)
+                for view in self.views.get(k, ()):
+                    self._add(self.aliases, view)
+                if k[0] is None and n.id in self.classes and attr is not None:
+                    self._add(self.aliases, attr)  # Cls.items: self.items too
+            elif isinstance(n, ast.Call):
+                for view in self.returned(n):
+                    self._add(self.aliases, view)
+
+    def objects(self, e):
+        """The nodes whose object ``e`` may be (or hold): names, with the
+        attribute read right off them (``a`` of ``x.a.b[k]``), and calls of
+        this module's code; not what operators, comparisons or formats
+        make anew."""
+        todo = [(e, None)]
+        while todo:
+            n, attr = todo.pop()
+            if isinstance(n, ast.Name):
+                yield n, attr
+            elif isinstance(n, ast.Attribute):
+                todo.append((n.value, n.attr))
+            elif isinstance(n, ast.Subscript):
+                todo.append((n.value, attr))
+            elif isinstance(n, (ast.Starred, ast.NamedExpr, ast.Await, ast.Yield,
+                                ast.YieldFrom)):
+                if n.value is not None:
+                    todo.append((n.value, None))
+            elif isinstance(n, (ast.Tuple, ast.List, ast.Set)):
+                todo += [(x, None) for x in n.elts]
+            elif isinstance(n, ast.Dict):
+                todo += [(x, None) for x in n.values]
+            elif isinstance(n, ast.IfExp):
+                todo += [(n.body, None), (n.orelse, None)]
+            elif isinstance(n, ast.BoolOp):
+                todo += [(x, None) for x in n.values]
+            elif isinstance(n, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+                todo += [(n.elt, None)] + [(g.iter, None) for g in n.generators]
+            elif isinstance(n, ast.DictComp):
+                todo += [(n.value, None)] + [(g.iter, None) for g in n.generators]
+            elif isinstance(n, ast.Call):
+                # What a call returns may be its receiver or an argument
+                # (``next(iter(x))``, ``x.copy()``), or what this module's
+                # code returns.
+                yield n, None
+                f = n.func
+                if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and (
+                    f.value.id in self.layer_names
+                ):
+                    if f.attr in REGISTRY:  # self.get_submodule(...), self.buffers()
+                        todo.append((f.value, f.attr))
+                    # else: this module's method (what it returns), or an
+                    # imported base's (vLLM's own code)
+                elif isinstance(f, ast.Attribute):
+                    todo.append((f.value, None))
+                if isinstance(f, ast.Name) and f.id in PASS_THROUGH or isinstance(
+                    f, ast.Attribute
+                ) and f.attr in PASS_THROUGH:
+                    todo += [(a, None) for a in n.args] + [(k.value, None) for k in n.keywords]
+
+    def property_returns(self, attr) -> set:
+        if attr not in self.properties:
+            return set()
+        found = set()
+        for fn in self.methods.get(attr, ()):
+            found |= self.returns.get(id(fn), set())
+        return found
+
+    def returned(self, c: ast.Call) -> set:
+        callees = self.callees(c.func)
+        if not callees:
+            return set()
+        found = set()
+        for fn, _ in callees:
+            found |= self.returns.get(id(fn), set())
+        return found
+
+    def refs(self, value) -> set:
+        """The layer's attributes ``value`` may be (or hold), ``*`` for any."""
+        found = set()
+        for n, attr in self.objects(value):
+            if isinstance(n, ast.Name) and n.id in self.layer_names:
+                found.add("*" if attr is None or attr in REGISTRY else attr)
+                found |= self.property_returns(attr)
+            elif isinstance(n, ast.Name):
+                found |= self.views.get(self.key(n), set())
+            elif isinstance(n, ast.Call):
+                found |= self.returned(n)
+        found.discard(BUFFER_ATTR)
+        return found
+
+    def is_the_buffer(self, value) -> None:
+        """``value`` is stored as the buffer: the names in it are it."""
+        for n in self.nodes(value):
+            if isinstance(n, ast.Name) and n.id not in self.layer_names:
+                self._add(self.carriers, self.key(n))
 
     def store_named(self, name) -> None:
         if isinstance(name, ast.Constant) and isinstance(name.value, str):
@@ -578,6 +968,10 @@ class _Flow:
                 self.param(fn, name, k.value, tainted)
 
     def param(self, fn, name: str, value, tainted: bool) -> None:
+        refs = self.refs(value)
+        if refs and not refs <= self.views.get((id(fn), name), set()):
+            self.views.setdefault((id(fn), name), set()).update(refs)
+            self.changed = True
         if tainted or self.carries(value):
             self._add(self.carriers, (id(fn), name))
         if self.holds_code(value):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dspark_attn_plugin.target import (
     CLASS_NAME,
 )
+from dspark_attn_plugin.warmup_shape.aliases import REGISTRY
 from dspark_attn_plugin.warmup_shape.as_loaded import private
 from dspark_attn_plugin.warmup_shape.state import (
     MAYBE,
@@ -95,7 +96,7 @@ class ExpressionWalk:
             self.module.resolved.add(("constant", e.id, self.module.constants[e.id]))
             return _const(self.module.constants[e.id])
         if e.id in self.module.module_names:
-            return _OPAQUE
+            return _DERIVED if e.id in self.module.derived_globals else _OPAQUE
         if e.id in _PURE_BUILTINS or e.id in ("getattr", "hasattr", "isinstance", "type", "super"):
             return _Val(FUNC, ("builtin", e.id, None, None, None))
         return _OPAQUE
@@ -134,6 +135,8 @@ class ExpressionWalk:
                 return _const(value, base.derived)
             return _Val(OPAQUE, derived=base.derived)
         if base.kind == OPAQUE:
+            if base.derived:  # None, when it is None for lack of the buffer
+                self.doubt(e, f"reads .{attr} of a value derived from {BUFFER_ATTR}")
             return base
         if base.kind == FUNC:
             self.doubt(e, "reads an attribute of a function")
@@ -154,6 +157,8 @@ class ExpressionWalk:
         if attr == BUFFER_ATTR:
             return _const(None, derived=True)
         if attr == RATIO_ATTR:
+            if RATIO_ATTR in self.module.aliases or "*" in self.module.aliases:
+                self.doubt(e, f"reads {RATIO_ATTR}, which the module may set by {BUFFER_ATTR}")
             return _const(self.ratio)
         self.member(e, attr)
         function = self.module.methods.get(attr)
@@ -161,6 +166,8 @@ class ExpressionWalk:
             kind = self._method_kind(e, function)
             if isinstance(function, ast.AsyncFunctionDef):
                 self.doubt(e, f"reaches {attr}, an async method")
+            if kind == "cached_property" and attr in self.module.aliases:
+                return _DERIVED  # its value was fixed when first read, perhaps by the buffer
             if kind in ("property", "cached_property"):
                 result = self.call_function(function, [_LAYER], {}, e, None, st=st)
                 if result is None:
@@ -173,8 +180,8 @@ class ExpressionWalk:
             return _Val(FUNC, ("bound", function, _LAYER, None, None))
         if attr in self.module.class_attrs:
             return self.class_attribute(e, attr)
-        if attr in self.module.aliases or "*" in self.module.aliases:
-            return _DERIVED
+        if attr in self.module.aliases or "*" in self.module.aliases or attr in REGISTRY:
+            return _DERIVED  # REGISTRY: nn.Module's registries, which may hold the buffer
         if attr.startswith("__") and attr.endswith("__"):
             self.doubt(e, f"reads the layer's {attr}")
         return _OPAQUE
@@ -209,6 +216,8 @@ class ExpressionWalk:
                     self.crash(e, st, type(exc).__name__, "subscripts a constant out of range")
         if base.kind in (LAYER, CLS, FUNC):
             self.doubt(e, "subscripts the layer, its class or a function")
+        if base.kind == OPAQUE and base.derived:  # None, when it is None for lack of the buffer
+            self.doubt(e, f"subscripts a value derived from {BUFFER_ATTR}")
         for v in (base, index):
             if v.kind != CONST:
                 self.escape(e, index if v is base else base, "an item lookup")

@@ -100,6 +100,7 @@ class _Module:
         self.module_names: set[str] = set()
         self.forward_context_names: set[str] = set()
         self.aliases: set[str] = set()
+        self.derived_globals: set[str] = set()
         self.constants: dict = {}
         # What the walk resolved, for the runtime to check on the loaded
         # objects: ("member", name, owner class), ("function", name) and
@@ -140,4 +141,4 @@ class _Module:
                         self.forward_context_names.add(alias.asname or alias.name)
         # R1: attributes that may hold what depends on the buffer once the
         # module's other code has run (``aliases``).
-        self.aliases = layer_aliases(tree)
+        self.aliases, self.derived_globals = layer_aliases(tree)

@@ -1,0 +1,197 @@
+"""R1 by execution: the module's other code (``__init__``, helpers, other
+classes) makes what the warmup reads depend on the buffer, by a way the
+classifier must follow. Each variant is classified, then run: layers built
+through the module's own ``__init__`` (ratio 0 and 1, with and without a
+buffer) warm up under vLLM's real forward context. Every variant here fails
+on SWA-only layers without the buffer (checked), so it must read
+``unknown``; the plain ones never fail and must read ``not-affected``.
+
+The kinds come from two fuzz runs by reviewers who had not read the
+classifier's tests (about 7,200 variants, 3,700 of them read safe while the
+run crashed before R1 followed these ways; none since).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import sys
+import textwrap
+
+import pytest
+
+from dspark_attn_plugin.warmup_shape import Verdict, classify_source
+
+HEAD = """\
+import collections
+import contextlib
+import functools
+import itertools
+import torch
+from collections import defaultdict
+from functools import cached_property
+from vllm.forward_context import get_forward_context
+from torch.nn import Module as Base
+{top}
+
+class DeepseekV4FlashMLAAttention(Base):
+    def __init__(self, compress_ratio, topk_indices_buffer=None):
+        super().__init__()
+        self.compress_ratio = compress_ratio
+        self.topk_indices_buffer = topk_indices_buffer
+{init}
+{members}
+    def forward_mqa(self, q, kv, positions, output):
+        attn_metadata = get_forward_context().attn_metadata
+        if attn_metadata is None:
+{warm}
+            output.zero_()
+            return
+        raise RuntimeError("the steady path is not run here")
+"""
+
+BUF = "topk_indices_buffer"
+# (init lines, warmup lines, class members, module top): the warmup fails
+# on SWA-only layers without the buffer, and only there.
+CRASHING = {
+    # the buffer's value, by way of ...
+    "a-local": ("b = topk_indices_buffer\nself._b = b", "assert self._b is not None"),
+    "a-second-attribute": ("self._a = topk_indices_buffer\nself._ok = self._a is not None",
+                           "assert self._ok"),
+    "the-buffer-attribute": ("self._b = self.topk_indices_buffer", "assert self._b is not None"),
+    "a-method": ("self._keep(topk_indices_buffer)", "assert self._b is not None",
+                 "def _keep(self, v):\n    self._b = v\n"),
+    "a-method-called-on-the-class": (
+        "DeepseekV4FlashMLAAttention._keep(self, topk_indices_buffer)",
+        "assert self._b is not None", "def _keep(self, v):\n    self._b = v\n"),
+    "a-nested-def": ("def keep(v):\n    self._b = v\nkeep(topk_indices_buffer)",
+                     "assert self._b is not None"),
+    "a-callback": ("def keep(v):\n    setattr(self, '_b', v)\nlist(map(keep, [topk_indices_buffer]))",
+                   "assert self._b is not None"),
+    "register-buffer": ("self.register_buffer('_b', topk_indices_buffer, persistent=False)",
+                        "assert self._b is not None"),
+    "nn-module-registry": ("self.register_buffer('_k', topk_indices_buffer, persistent=False)",
+                           "assert next(iter(self._buffers.values())) is not None"),
+    "a-local-of-an-attribute": ("self._d = {}\nd = self._d\nd['k'] = topk_indices_buffer",
+                                "assert self._d['k'] is not None"),
+    "unbound-list-append": ("self._l = []\nlist.append(self._l, topk_indices_buffer)",
+                            "assert self._l[0] is not None"),
+    "a-bound-method-mapped": ("self._l = []\nlist(map(self._l.append, [topk_indices_buffer]))",
+                              "assert self._l[0] is not None"),
+    "a-holder-object": ("self._h = _l = Holder()\n_l.put(topk_indices_buffer)",
+                        "assert self._h.items[0] is not None", "",
+                        "class Holder:\n    def __init__(self):\n        self.items = []\n\n"
+                        "    def put(self, v):\n        self.items.append(v)\n"),
+    "a-property-container": ("self._l = []\nself.cont.append(topk_indices_buffer)",
+                             "assert self._l[0] is not None",
+                             "@property\ndef cont(self):\n    return self._l\n"),
+    "a-module-function-of-an-item": ("self._ls = [[]]\n_first(self._ls).append(topk_indices_buffer)",
+                                     "assert self._ls[0][0] is not None", "",
+                                     "def _first(x):\n    return x[0]\n"),
+    "a-module-level-list": ("_SEEN.append(topk_indices_buffer is not None)", "assert _SEEN[-1]", "",
+                            "_SEEN = collections.deque()\n"),
+    # ... or a value chosen by a test on it
+    "if-else": ("if topk_indices_buffer is None:\n    self._b = None\nelse:\n    self._b = 1",
+                "assert self._b is not None"),
+    "an-early-return": ("self._b = None\nif topk_indices_buffer is None:\n    return\nself._b = 1",
+                        "assert self._b is not None"),
+    "a-caught-assertion": ("self._b = None\ntry:\n    self._setup()\nexcept AssertionError:\n    pass",
+                           "assert self._b is not None",
+                           "def _setup(self):\n    assert self.topk_indices_buffer is not None\n"
+                           "    self._b = 1\n"),
+    "suppress": ("self._b = None\nwith contextlib.suppress(AttributeError):\n"
+                 "    topk_indices_buffer.shape\n    self._b = 1", "assert self._b is not None"),
+    "an-iterator-advanced": ("self.it = iter([1])\nif topk_indices_buffer is None:\n    next(self.it)",
+                             "x = next(self.it)"),
+    "a-loop-consuming": ("self.it = iter([1])\nif topk_indices_buffer is None:\n"
+                         "    for _ in self.it:\n        break", "x = next(self.it)"),
+    "a-defaultdict-read": ("self.dd = defaultdict(list)\nif topk_indices_buffer is None:\n"
+                           "    self.dd['a']", "x = [0][len(self.dd)]"),
+    "a-cached-property-fixed": ("self.n = 1\nif topk_indices_buffer is None:\n    self.snap\nself.n = 0",
+                                "x = [0][self.snap]",
+                                "@cached_property\ndef snap(self):\n    return self.n\n"),
+    "a-tensor-view-filled": ("self.w = torch.zeros(2, dtype=torch.long)\n"
+                             "if topk_indices_buffer is None:\n"
+                             "    torch.narrow(self.w, 0, 0, 1).fill_(1)",
+                             "x = [0][int(self.w.sum())]"),
+    "one-object-two-attributes": ("d = {}\nself.a = d\nself.b = d\nif topk_indices_buffer is None:\n"
+                                  "    self.b['k'] = 1", "x = [0][len(self.a)]"),
+    "a-helper-filling-a-local": ("lst = []\nself.items = lst\nif topk_indices_buffer is None:\n"
+                                 "    _fill(lst)", "x = [0][len(self.items)]", "",
+                                 "def _fill(l):\n    l.append(1)\n"),
+    "the-ratio-set-by-it": ("if topk_indices_buffer is None:\n    self.compress_ratio = 4",
+                            "if self.compress_ratio > 1:\n    raise ValueError('sparse')"),
+    # the walk: an attribute or item of what the buffer reached
+    "a-derived-attribute-read": ("self._b = topk_indices_buffer", "n = self._b.shape[0]"),
+    "a-derived-item-read": ("self._b = topk_indices_buffer", "n = self._b[0]"),
+}
+PLAIN = {
+    "a-parameter": ("self._b = compress_ratio + 1", "assert self._b is not None"),
+    "beside-the-buffer": ("buf = topk_indices_buffer\nself._note(buf)\nself._b = 1",
+                          "assert self._b is not None", "def _note(self, v):\n    self._seen = v\n"),
+    "an-iterator-not-chosen": ("self.it = iter([1])\nif compress_ratio == 4:\n    next(self.it)",
+                               "x = next(self.it)"),
+    "a-getattr-append": ("self._a0 = []\ngetattr(self, '_a0').append(torch.zeros(2))",
+                         "assert self._a0[0] is not None"),
+    "a-holder-of-other-things": ("self._h = Holder()\nself._h.put(1)\nself._other = topk_indices_buffer",
+                                 "assert self._h.items[0] is not None", "",
+                                 "class Holder:\n    def __init__(self):\n        self.items = []\n\n"
+                                 "    def put(self, v):\n        self.items.append(v)\n"),
+}
+
+_counter = itertools.count()
+
+
+def _source(init: str, warm: str, members: str = "", top: str = "") -> str:
+    return HEAD.format(top=top, init=textwrap.indent(init, " " * 8),
+                       members=textwrap.indent(members, " " * 4),
+                       warm=textwrap.indent(warm, " " * 12))
+
+
+def _fails_without_the_buffer(source: str, tmp_path) -> bool:
+    """The warmup of an SWA-only layer built through ``__init__`` fails
+    without the buffer and not with it (ratio 0 or 1)."""
+    import torch
+    from dspark_attn_plugin import synthetic
+
+    path = tmp_path / f"flashmla_flow_{next(_counter)}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+
+    def outcome(ratio, buffer):
+        module_state = {k: v for k, v in vars(module).items() if k.isupper()}
+        try:
+            layer = module.DeepseekV4FlashMLAAttention(ratio, buffer)
+            with synthetic.warmup_context():
+                layer.forward_mqa(*synthetic.qkv())
+        except Exception as exc:  # the ground truth: whatever it raises
+            return type(exc).__name__
+        finally:
+            for k, v in module_state.items():  # module-level lists start empty again
+                if hasattr(v, "clear"):
+                    v.clear()
+        return None
+
+    buffer = torch.zeros((8, 4), dtype=torch.int32)
+    return any(
+        outcome(r, None) is not None and outcome(r, None) != outcome(r, buffer) for r in (0, 1)
+    )
+
+
+@pytest.mark.parametrize("name", sorted(CRASHING))
+def test_state_the_buffer_reaches_through_the_module_is_never_read_safe(name, tmp_path):
+    source = _source(*CRASHING[name])
+    assert _fails_without_the_buffer(source, tmp_path), "the variant must fail without it"
+    result = classify_source(source)
+    assert result.verdict is Verdict.UNKNOWN, result.reason
+
+
+@pytest.mark.parametrize("name", sorted(PLAIN))
+def test_state_the_buffer_never_reaches_stays_safe(name, tmp_path):
+    source = _source(*PLAIN[name])
+    assert not _fails_without_the_buffer(source, tmp_path)
+    result = classify_source(source)
+    assert result.verdict is Verdict.NOT_AFFECTED, result.reason
