@@ -629,7 +629,6 @@ class _Flow:
                         self.views.setdefault(k, set()).update(refs)
                         self.changed = True
         for t in _targets(target):
-            root = _root(t) if isinstance(t, (ast.Attribute, ast.Subscript)) else None
             if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and (
                 t.value.id in self.layer_names
             ):
@@ -641,8 +640,6 @@ class _Flow:
                         if t.attr not in self.views.get(k, set()):
                             self.views.setdefault(k, set()).add(t.attr)
                             self.changed = True
-            elif root is not None and root.id not in self.layer_names:
-                pass
         carries = tainted or self.carries(value)
         code = self.holds_code(value)
         if not (carries or code):
