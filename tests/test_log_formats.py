@@ -643,3 +643,36 @@ def test_a_crash_in_a_log_of_several_sources_is_still_the_crash():
                + [{"pod": "vllm-1", "log": l} for l in lines_of(CRASH)])
     d = judged("".join(json.dumps(r) + "\n" for r in records).encode())
     assert d.exit_code == 1 and d.verdict == "crash-50615", d.summary
+
+
+# Survivors of the mutation tool over log_reader.py (2026-12-05).
+
+
+def test_three_pods_in_one_log_are_three_sources():
+    """Beyond two, every source is counted: three pods' lines read as three
+    servers (inconclusive), not as one protected server."""
+    protected = lines_of(PROTECTED)
+    lines = [f"[pod/vllm-{k}/vllm] {l}" for k in range(3) for l in protected]
+    d = judged(("\n".join(lines) + "\n").encode())
+    assert d.exit_code == 2 and "holds the lines of 3 sources" in d.summary, d.summary
+
+
+def test_a_log_of_a_hundred_pods_names_the_sixty_four_it_told_apart():
+    """The reader tells at most 64 sources apart (what it keeps stays
+    bounded); a log of more says 64, and is inconclusive all the same."""
+    protected = lines_of(PROTECTED)
+    lines = ([f"[pod/vllm-{k}/vllm] {l}" for k in range(99) for l in protected[:12]]
+             + [f"[pod/vllm-99/vllm] {l}" for l in protected])
+    d = judged(("\n".join(lines) + "\n").encode())
+    assert d.exit_code == 2 and "holds the lines of 64 sources" in d.summary, d.summary
+
+
+def test_a_restart_across_the_new_year_is_the_same_servers():
+    """vLLM's times have no year: a restart on 1 January after lines of 31
+    December steps back most of a year, which is the turn of the year, not
+    another server's log."""
+    protected = lines_of(PROTECTED)
+    assert any(" 11-30 " in l for l in protected)
+    d = _two([l.replace(" 11-30 ", " 12-31 ") for l in protected],
+             [l.replace(" 11-30 ", " 01-01 ") for l in protected])
+    assert d.exit_code == 0 and d.starts == 2, d.summary
