@@ -11,6 +11,7 @@ vLLM's line shape, as the server writes it."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from dspark_attn_plugin import diagnose
 from dspark_attn_plugin.log_reader import MAX_PROCESSES
@@ -399,3 +400,52 @@ def test_the_source_lines_of_a_frame_are_no_death():
     assert (d.verdict, d.exit_code) == ("other-crash", 3), d.summary
     assert d.summary.startswith("A different crash: ValueError at /v/vllm/v1/engine/core.py:700 "
                                 "in run_engine_core"), d.summary
+
+
+# Survivors of the mutation tool over log_reader.py (2026-12-05).
+
+
+def test_a_log_cut_right_after_the_plugins_rescue_line_reads_protected():
+    """The plugin's "warmed up without topk_indices_buffer" line is written
+    where stock vLLM would have died in ``profile_run``: a log that ends on
+    it has passed the crash, and reads protected."""
+    from dspark_attn_plugin import diagnose as diagnose_mod
+    from dspark_attn_plugin.log_reader import RESCUED
+
+    root = Path(__file__).resolve().parents[1]
+    lines = (root / "benchmarks/results/engine-e2e-2026-11-30/run-D-standin-plugin.log").read_text(
+        encoding="utf-8", errors="replace").splitlines()
+    cut = next(i for i, l in enumerate(lines) if RESCUED.search(l)) + 1
+    assert not any(w in l for l in lines[:cut] for w in ("Available KV cache memory", "GPU KV cache size",
+                                                           "init engine (profile", "Graph capturing finished",
+                                                           "Application startup complete"))
+    d = diagnosed("\n".join(lines[:cut]) + "\n")
+    assert (d.exit_code, d.verdict) == (diagnose_mod.EXIT_OK, "protected"), d.summary
+
+
+def test_vllms_head_is_looked_for_in_the_first_300_characters_of_a_prefixed_line():
+    """After a process prefix, vLLM's head (level, time, file) may follow a
+    VLLM_LOGGING_PREFIX: it is read when it ends within the line's first 300
+    characters after the prefix, and not further (the search stays bounded)."""
+    from dspark_attn_plugin import log_reader
+
+    head = "INFO 12-04 10:00:00 [x.py:1] "
+    # The match may leave out the space after the file: it ends at filler + len(head).
+    for filler, read in ((300 - len(head), True), (300 - len(head) + 1, False)):
+        r = log_reader.LogReader()
+        r.feed("(APIServer pid=1) " + "x" * filler + " " + head + "text")
+        assert (r._latest is not None) is read, (filler, r._latest)
+
+
+def test_a_restart_cut_early_quotes_the_start_before_it_as_that_start():
+    """The last start cut before its warmup is judged by the one before it;
+    the report quotes that start's verdict as its own, not as "the last of
+    N starts" (which it is not)."""
+    from test_log_formats import PROTECTED as PROTECTED_LOG, lines_of
+
+    protected = lines_of(PROTECTED_LOG)
+    restart = [l.replace(" 11-30 06:", " 11-30 08:") for l in protected[:20]]  # later, as a restart is
+    d = diagnosed("\n".join(protected + restart) + "\n")
+    assert (d.exit_code, d.starts) == (0, 2), d.summary
+    assert "had not reached its warmup; start 1 (from line 1)" in d.summary, d.summary
+    assert d.summary.count("This is the last of") == 0, d.summary
