@@ -450,13 +450,44 @@ def _import_time_scope(module: str, line: int) -> tuple[int, int] | None:
     return (first, node.end_lineno) if line < body[0].lineno else None
 
 
+def _importers(module: str) -> list[str]:
+    """The package's modules that import ``module`` (``from .verdict import
+    SWA_RATIOS``, ``from dspark_attn_plugin.warmup_shape import verdict``,
+    ``import dspark_attn_plugin.x``): a name bound at import is read there
+    too, by tests the map credits to those modules only."""
+    root = PRISTINE / "dspark_attn_plugin"
+    target = "dspark_attn_plugin." + module.removesuffix(".py").replace("/", ".")
+    target = target.removesuffix(".__init__")
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        name = path.relative_to(root).as_posix()
+        if name == module:
+            continue
+        package = ("dspark_attn_plugin." + name.removesuffix(".py").replace("/", ".")).rsplit(".", 1)[0]
+        if path.name == "__init__.py":
+            package = "dspark_attn_plugin." + name.removesuffix("/__init__.py").replace("/", ".") \
+                if "/" in name else "dspark_attn_plugin"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                full = (f"{base}.{node.module}" if node.module else base) if node.level else node.module
+                if full == target or any(f"{full}.{a.name}" == target for a in node.names):
+                    found.append(name)
+                    break
+            elif isinstance(node, ast.Import) and any(a.name == target for a in node.names):
+                found.append(name)
+                break
+    return found
+
+
 def select_tests(mapping: dict, module: str, changed: list[int]) -> tuple[list[str], str]:
     """The tests that executed ``changed`` (line numbers of the current
     source, put in the map's numbering); where none did, or a line is new
     since the map, those that executed any line of the enclosing function
     or class (the module, at module level). A line that runs at import
     (``_import_time_scope``) also takes the tests of what sees it: the
-    map credits an import to whichever test imported the module first."""
+    map credits an import to whichever test imported the module first; at
+    module level, those of every module that imports it (``_importers``)."""
     per_line = mapping["lines"].get(module, {})
     current = (PRISTINE / "dspark_attn_plugin" / module).read_text(encoding="utf-8")
     into = _line_translation(current, mapping["sources"].get(module, ""))
@@ -478,6 +509,9 @@ def select_tests(mapping: dict, module: str, changed: list[int]) -> tuple[list[s
         for span in spans:
             keys |= tests_within(*span)
         how = "import"
+        if (1, 10**9) in spans:  # module level: what imports the module reads its names
+            for other in _importers(module):
+                keys |= {k for ks in mapping["lines"].get(other, {}).values() for k in ks}
     unseen = set(mapping.get("unseen", ())) - keys
     if unseen:
         keys |= unseen

@@ -100,6 +100,31 @@ def test_a_mutant_of_a_line_run_at_import_runs_every_test_that_sees_it(pristine_
     assert ms.select_tests(mapping, "m.py", [13]) == (["u.py::other"], "lines")
 
 
+def test_a_module_level_line_runs_the_tests_of_the_modules_that_import_it(pristine_m):
+    """A constant read only by the modules that import it (``from .m import
+    X``) is executed at import alone: its mutant runs the tests of those
+    modules too; a line in a function's body does not."""
+    package = ms.PRISTINE / "dspark_attn_plugin"
+    (package / "n.py").write_text("from .m import X\n\ndef use():\n    return X\n")
+    (package / "sub").mkdir()
+    (package / "sub" / "o.py").write_text("from dspark_attn_plugin import m\n")
+    (package / "sub" / "p.py").write_text("from .. import m\n")
+    (package / "q.py").write_text("import dspark_attn_plugin.n\n")
+    assert ms._importers("m.py") == ["n.py", "sub/o.py", "sub/p.py"]
+    mapping = {
+        "sources": {"m.py": SOURCE},
+        "tests": {"k1": {"nodeid": "t.py::fast", "seconds": 0.1},
+                  "k3": {"nodeid": "u.py::other", "seconds": 0.5},
+                  "k5": {"nodeid": "n.py::reads_it", "seconds": 1.0},
+                  "k6": {"nodeid": "q.py::not_m", "seconds": 0.2}},
+        "lines": {"m.py": {"5": ["k1"], "13": ["k3"]}, "n.py": {"4": ["k5"]},
+                  "q.py": {"1": ["k6"]}},
+    }
+    assert ms.select_tests(mapping, "m.py", [1]) == (
+        ["t.py::fast", "u.py::other", "n.py::reads_it"], "import")
+    assert ms.select_tests(mapping, "m.py", [13]) == (["u.py::other"], "lines")
+
+
 def test_a_test_that_ran_the_plugin_unseen_runs_against_every_mutant(pristine_m):
     """A test the map marked unseen (it ran the plugin in a process coverage
     did not follow) is in every mutant's selection, of every module."""
