@@ -622,3 +622,65 @@ def test_an_attribute_the_buffer_never_reaches_stays_plain(init):
         body=" " * 12 + "assert self._b is not None\n",
         helpers=textwrap.indent(helpers, " " * 4), tail="")
     assert classify_source(source).verdict is Verdict.NOT_AFFECTED
+
+
+# --- the classifier's bounds (warmup_shape/verdict.py), each at its edge ------------------
+# A fork past a bound reads unknown: the walk does not follow it further.
+
+
+def _call_chain(helpers: int) -> Verdict:
+    """The warmup calls _h0, which calls _h1, ... _h{helpers}, which returns."""
+    code = "".join(f"def _h{i}(self):\n    return self._h{i + 1}()\n\n" for i in range(helpers))
+    code += f"def _h{helpers}(self):\n    return 0\n\n"
+    return verdict("swa_only = self.compress_ratio <= 1\n" + GUARDED + "self._h0()\n", helpers=code)
+
+
+def test_calls_are_followed_eight_deep_and_no_deeper():
+    """MAX_CALL_DEPTH is 8: forward_mqa and seven helpers nested are read;
+    one more nested call is unknown."""
+    assert _call_chain(6) is Verdict.FIXED
+    assert _call_chain(7) is Verdict.UNKNOWN
+
+
+def _loop_over(items: int) -> Verdict:
+    """A loop over a tuple of constants whose arm, never taken, reads the buffer."""
+    values = ", ".join(str(i) for i in range(items))
+    return verdict("swa_only = self.compress_ratio <= 1\n" + GUARDED + f"for i in ({values},):\n"
+                   "    if i == 100:\n        top_k = self.topk_indices_buffer.shape[-1]\n")
+
+
+def test_loops_over_up_to_eight_constants_are_unrolled():
+    """MAX_UNROLL is 8: each of eight constants is walked on its own (the arm
+    is never taken: fixed); a ninth makes the loop a loop whose arm may run."""
+    assert _loop_over(8) is Verdict.FIXED
+    assert _loop_over(9) is Verdict.UNKNOWN
+
+
+def _settling_after(names: int) -> Verdict:
+    """A while loop that hands a value down a chain of names, one a pass: its
+    state settles after about ``names`` passes."""
+    chain = [f"v{i}" for i in range(names + 1)]
+    body = "".join(f"    {chain[i]} = {chain[i - 1]}\n" for i in range(names, 0, -1)) + "    v0 = 1\n"
+    return verdict("swa_only = self.compress_ratio <= 1\n" + GUARDED
+                   + "".join(f"{v} = 0\n" for v in chain)
+                   + "n = len(q)\nwhile n > 0:\n    n = n - 1\n" + body)
+
+
+def test_a_loop_is_walked_until_it_settles_within_six_passes():
+    """MAX_LOOP_PASSES is 6: a chain of four names settles in time; five do
+    not, and the loop reads unknown."""
+    assert _settling_after(4) is Verdict.FIXED
+    assert _settling_after(5) is Verdict.UNKNOWN
+
+
+def test_a_cached_classification_cannot_be_changed_by_one_caller_for_the_next():
+    """classify_source caches its answer, and the runtime, ``status`` and the
+    edit all read it: the object they share is read-only."""
+    import dataclasses
+
+    source = HEAD.format(body=" " * 12 + "pass\n", helpers="", tail="")
+    first = classify_source(source)
+    assert classify_source(source) is first
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        first.verdict = Verdict.FIXED
+    assert classify_source(source).verdict is first.verdict
