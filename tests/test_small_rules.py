@@ -684,3 +684,19 @@ def test_a_cached_classification_cannot_be_changed_by_one_caller_for_the_next():
     with pytest.raises(dataclasses.FrozenInstanceError):
         first.verdict = Verdict.FIXED
     assert classify_source(source).verdict is first.verdict
+
+
+def test_an_assertion_after_an_if_whose_arms_both_go_on_is_reached_surely():
+    """An ``if`` whose arms both carry on leaves the statements after it
+    reached on every path: the assertion there crashes SWA-only layers."""
+    assert verdict("if q is None:\n    pass\nassert self.topk_indices_buffer is not None\n") \
+        is Verdict.AFFECTED
+    assert verdict("n = len(q)\nif n:\n    m = 1\nelse:\n    m = 2\n"
+                   "assert self.topk_indices_buffer is not None\n") is Verdict.AFFECTED
+
+
+def test_a_helper_that_rebinds_its_parameter_reads_its_own_value():
+    """A parameter assigned again in its function stays that function's local."""
+    helper = ("def _pick(self, swa_only):\n    swa_only = bool(swa_only)\n"
+              "    return 0 if swa_only else self.topk_indices_buffer.shape[-1]\n\n")
+    assert verdict("top_k = self._pick(self.compress_ratio <= 1)\n", helpers=helper) is Verdict.FIXED
