@@ -1176,3 +1176,51 @@ def test_too_few_cores_to_split_run_shared_and_say_why(tmp_path, fake_servers, m
     assert sorted(os.sched_getaffinity(0)) == mine  # the client was left where it was
     log = Path(result["phases"]["target"]["servers"]["plugin"]["log"]).read_text()
     assert f"fake affinity {','.join(map(str, mine))}\n" in log
+
+
+def test_run_w_reads_as_the_readme_says():
+    """Run W, 2026-12-05, one H200, gpu-bound, DSpark phase, 4-token prompts,
+    cold kernel caches, cut after 15 rounds (no exit code: the report as last
+    written): tokens and top-5 logprobs identical, the SM clock at 1980 MHz,
+    the GPU's load falling as TPOT rises; and the DSpark figures of runs P, R
+    and W pooled: the figures the READMEs quote."""
+    import math
+    import statistics
+
+    base = REPO / "benchmarks" / "results"
+    report = json.loads((base / "engine-e2e-2026-12-05" / "run-W.json").read_text())
+    ev = report["evidence"]
+    names = ("released", "standin-plugin", "released-b")
+    assert "exit_code" not in report and ev["problems"] == []
+    assert [st["start_s"] for st in ev["starts"]] == [790.6, 790.6, 790.5]
+    phase = ev["phases"]["dspark"]
+    for pair in ("standin-plugin vs released", "released-b vs released"):
+        got = phase["tokens"][pair]
+        assert got["identical"] and got["logprobs"]["identical"] and got["tokens"] == 512
+    assert len(phase["rounds"]) == 15 and phase["rounds_with_jit"] == 0
+    assert all(evidence.is_clean(r, names) for r in phase["rounds"])
+    again = evidence.phase_ratios(phase["rounds"], *names, "bench_tokens_per_s_per_request")
+    assert (again["standin-plugin/released"]["geomean"],
+            again["standin-plugin/released"]["half_width_pct"]) == (1.0135, 12.96)
+    assert (again["released-b/released"]["geomean"],
+            again["released-b/released"]["half_width_pct"]) == (1.0359, 8.85)
+    for n in names:
+        batches = [r[n] for r in phase["rounds"]]
+        assert {b["machine"]["gpu"]["sm_mhz_min"] for b in batches} == {1980.0}
+        assert phase["tpot_against"][n]["gpu_util_pct"]["r_with_tpot"] <= -0.9
+        assert 46 <= round(statistics.mean(b["machine"]["gpu"]["util_pct_mean"] for b in batches)) <= 48
+    # Runs P, R and W pooled (61 rounds), each round's ratio in logs.
+    pooled: dict[str, list[float]] = {}
+    for path in (base / "engine-e2e-2026-12-03" / "run-P.json", base / "engine-e2e-2026-12-03" / "run-R.json",
+                 base / "engine-e2e-2026-12-05" / "run-W.json"):
+        per_round = json.loads(path.read_text())["evidence"]["phases"]["dspark"]["bench_tpot"]["per_round"]
+        for pair, values in per_round.items():
+            pooled.setdefault(pair, []).extend(math.log(v) for v in values)
+    quoted = {"standin-plugin/released": (0.999, 0.945, 1.057, 5.80),
+              "released-b/released": (1.012, 0.967, 1.059, 4.64)}
+    for pair, (ratio, low, high, half) in quoted.items():
+        logs = pooled[pair]
+        assert len(logs) == 61
+        mean, width = statistics.mean(logs), 1.96 * statistics.stdev(logs) / math.sqrt(len(logs))
+        assert (round(math.exp(mean), 3), round(math.exp(mean - width), 3),
+                round(math.exp(mean + width), 3), round(100 * (math.exp(width) - 1), 2)) == (ratio, low, high, half)
