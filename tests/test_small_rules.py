@@ -700,3 +700,48 @@ def test_a_helper_that_rebinds_its_parameter_reads_its_own_value():
     helper = ("def _pick(self, swa_only):\n    swa_only = bool(swa_only)\n"
               "    return 0 if swa_only else self.topk_indices_buffer.shape[-1]\n\n")
     assert verdict("top_k = self._pick(self.compress_ratio <= 1)\n", helpers=helper) is Verdict.FIXED
+
+
+def test_a_helper_with_a_yield_is_a_generator_whatever_follows_its_yield():
+    """Calling a generator function runs none of its body: a helper whose
+    ``yield`` comes before a nested ``def`` (or lambda, or class) is still
+    a generator function, and its assertion is not read as reached."""
+    for tail in ("def _unused():\n        pass\n", "_unused = lambda: 0\n",
+                 "class _Unused:\n        pass\n"):
+        helpers = ("def _reserve(self):\n    assert self.topk_indices_buffer is not None\n"
+                   f"    yield\n    {tail}\n")
+        assert verdict("self._reserve()\n", helpers=helpers) is Verdict.UNKNOWN, tail
+
+
+def test_hasattr_of_the_buffer_on_the_layer_is_true_so_its_arm_runs():
+    """vLLM's layer always has the attribute (None on SWA-only layers):
+    ``if hasattr(self, "topk_indices_buffer"):`` runs its arm, and an
+    assertion of the buffer there crashes them."""
+    body = ("if hasattr(self, 'topk_indices_buffer'):\n"
+            "    assert self.topk_indices_buffer is not None\n")
+    assert verdict(body) is Verdict.AFFECTED
+
+
+@pytest.mark.parametrize("known", ["self", "get_forward_context", "DeepseekV4FlashMLAAttention",
+                                   "self.steady"])
+def test_the_layer_a_function_or_the_class_is_not_none(known):
+    """``assert self is not None`` (or of a function, the class, a method)
+    holds: the warmup goes on to its guarded read and reads fixed."""
+    body = f"assert {known} is not None\nswa_only = self.compress_ratio <= 1\n" + GUARDED
+    assert verdict(body) is Verdict.FIXED
+
+
+def test_a_warmup_reading_the_layer_s_registered_buffers_is_unknown():
+    """``self._buffers`` (nn.Module's registry) holds the top-k buffer when
+    it was registered: a warmup that uses its values may use the buffer."""
+    body = ("for registered in self._buffers.values():\n    registered.zero_()\n"
+            "swa_only = self.compress_ratio <= 1\n" + GUARDED)
+    assert verdict(body) is Verdict.UNKNOWN
+
+
+def test_a_module_list_that_init_fills_with_the_buffer_is_read_as_the_buffer():
+    """``__init__`` appends the layer's buffer to a module-level list; the
+    warmup reads ``_SEEN[-1].shape``: None on SWA-only layers, so not safe."""
+    helpers = "def __init__(self):\n    _SEEN.append(self.topk_indices_buffer)\n\n"
+    body = "swa_only = self.compress_ratio <= 1\n" + GUARDED + "cap = _SEEN[-1].shape[-1]\n"
+    assert verdict(body, helpers, tail="\n_SEEN = []\n") is Verdict.UNKNOWN
