@@ -745,3 +745,67 @@ def test_a_module_list_that_init_fills_with_the_buffer_is_read_as_the_buffer():
     helpers = "def __init__(self):\n    _SEEN.append(self.topk_indices_buffer)\n\n"
     body = "swa_only = self.compress_ratio <= 1\n" + GUARDED + "cap = _SEEN[-1].shape[-1]\n"
     assert verdict(body, helpers, tail="\n_SEEN = []\n") is Verdict.UNKNOWN
+
+
+@pytest.mark.parametrize("steady", [
+    "aa = 1\n", "zz = 1\n", "def aa():\n    pass\n", "def zz():\n    pass\n",
+    "class Aa:\n    pass\n", "class zz:\n    pass\n", "import aa\n", "import zz.sub\n",
+    "from m import x as zz\n",
+    "try:\n    pass\nexcept Exception as zz:\n    pass\n",
+    "match q:\n    case [*zz]:\n        pass\n",
+    "match q:\n    case {**zz}:\n        pass\n",
+    "match q:\n    case [*aa]:\n        pass\n",
+    "match q:\n    case {**aa}:\n        pass\n",
+    "from m import x as aa\n",
+    "try:\n    pass\nexcept Exception as aa:\n    pass\n",
+    "match q:\n    case [aa, zz]:\n        pass\n",
+])
+def test_a_closure_reading_a_name_bound_once_is_not_misled_by_other_names_the_method_binds(steady):
+    """Only bindings of the name the closure reads count: the method binding
+    other names (sorting before or after it, by any kind of binding) leaves
+    the closure's value known."""
+    assert _with_steady(CLOSURE, steady) is Verdict.FIXED
+
+
+def test_a_warmup_asserting_a_local_alias_of_the_buffer_is_refused_by_the_edit_not_an_error():
+    """``b = self.topk_indices_buffer; assert b is not None`` crashes
+    SWA-only layers, but it is not the statement the edit rewrites: the
+    plan refuses it, naming the line, and raises nothing."""
+    from dspark_attn_plugin.warmup_edit import plan_edit
+
+    source = HEAD.format(body=" " * 12 + "b = self.topk_indices_buffer\n"
+                         + " " * 12 + "assert b is not None\n", helpers="", tail="")
+    assert classify_source(source).verdict is Verdict.AFFECTED
+    plan = plan_edit(source)
+    assert plan.edited is None
+    assert "is not `assert self.topk_indices_buffer is not None`" in plan.refusal, plan.refusal
+
+
+@pytest.mark.parametrize("test", ["positions is None", "positions is q", "kv", "not kv"])
+def test_the_edit_finds_the_warmup_branch_after_another_if_of_the_method(test):
+    """``if positions is None:`` (or another ``if``) before ``if attn_metadata
+    is None:``: the warmup branch is the one on the metadata, and the edit
+    fits it."""
+    from dspark_attn_plugin.warmup_edit import plan_edit
+
+    source = HEAD.format(body=" " * 12 + "assert self.topk_indices_buffer is not None\n",
+                         helpers="", tail="")
+    source = source.replace("        if attn_metadata is None:\n",
+                            f"        if {test}:\n            positions = q\n"
+                            "        if attn_metadata is None:\n", 1)
+    assert classify_source(source).verdict is Verdict.AFFECTED
+    plan = plan_edit(source)
+    assert plan.refusal is None and plan.edited is not None
+
+
+@pytest.mark.parametrize("binding", [
+    "@(flag := staticmethod)\ndef g():\n    pass\n",
+    "class C((flag := object)):\n    pass\n",
+    "_ = [1 for y in q if (flag := y)]\n",
+])
+def test_a_name_the_method_binds_only_by_a_walrus_is_its_local_read_before_it_is_bound(binding):
+    """A walrus in a nested def's decorator, a class's bases or a
+    comprehension's condition binds the method's own name: reading it
+    before that line raises UnboundLocalError on every layer (Python's
+    behaviour, checked by running these bodies)."""
+    assert verdict("x = flag\n" + binding) is Verdict.AFFECTED
