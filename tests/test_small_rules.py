@@ -809,3 +809,19 @@ def test_a_name_the_method_binds_only_by_a_walrus_is_its_local_read_before_it_is
     before that line raises UnboundLocalError on every layer (Python's
     behaviour, checked by running these bodies)."""
     assert verdict("x = flag\n" + binding) is Verdict.AFFECTED
+
+
+def test_the_edit_fits_only_a_warmup_branch_tested_by_attn_metadata_is_none_alone():
+    """``if attn_metadata is None is not False:`` means the same, but it is
+    not the shape the edit knows (warmup_edit's allow-list): the plan
+    refuses it, and the plugin leaves the code alone."""
+    from dspark_attn_plugin.warmup_edit import plan_edit
+
+    source = HEAD.format(body=" " * 12 + "assert self.topk_indices_buffer is not None\n",
+                         helpers="", tail="")
+    assert plan_edit(source).edited is not None
+    source = source.replace("if attn_metadata is None:", "if attn_metadata is None is not False:")
+    assert classify_source(source).verdict is Verdict.AFFECTED
+    plan = plan_edit(source)
+    assert plan.edited is None
+    assert "has no `if attn_metadata is None:` branch of that shape" in plan.refusal, plan.refusal
