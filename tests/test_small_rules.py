@@ -825,3 +825,20 @@ def test_the_edit_fits_only_a_warmup_branch_tested_by_attn_metadata_is_none_alon
     plan = plan_edit(source)
     assert plan.edited is None
     assert "has no `if attn_metadata is None:` branch of that shape" in plan.refusal, plan.refusal
+
+
+@pytest.mark.parametrize("attr", ["_LIMIT", "zlimit"])
+def test_an_assertion_of_another_attribute_of_the_layer_is_not_the_one_the_edit_rewrites(attr):
+    """``assert self._LIMIT is not None`` with ``_LIMIT = None`` fails on
+    every layer; it is not the buffer's assertion, and the plan says so by
+    its line (not by what the edit would leave)."""
+    from dspark_attn_plugin.warmup_edit import plan_edit
+
+    source = HEAD.format(body=" " * 12 + f"assert self.{attr} is not None\n",
+                         helpers=f"    {attr} = None\n\n", tail="")
+    assert classify_source(source).verdict is Verdict.AFFECTED
+    plan = plan_edit(source)
+    assert plan.edited is None
+    assert plan.refusal.endswith(
+        "is not `assert self.topk_indices_buffer is not None` directly in the warmup branch"
+    ), plan.refusal
