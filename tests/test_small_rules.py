@@ -802,6 +802,7 @@ def test_the_edit_finds_the_warmup_branch_after_another_if_of_the_method(test):
     "@(flag := staticmethod)\ndef g():\n    pass\n",
     "class C((flag := object)):\n    pass\n",
     "_ = [1 for y in q if (flag := y)]\n",
+    "_ = [1 for y in q for z in q if (flag := z)]\n",
 ])
 def test_a_name_the_method_binds_only_by_a_walrus_is_its_local_read_before_it_is_bound(binding):
     """A walrus in a nested def's decorator, a class's bases or a
