@@ -843,3 +843,31 @@ def test_an_assertion_of_another_attribute_of_the_layer_is_not_the_one_the_edit_
     assert plan.refusal.endswith(
         "is not `assert self.topk_indices_buffer is not None` directly in the warmup branch"
     ), plan.refusal
+
+
+def test_importing_a_submodule_binds_the_package_s_name_in_the_method():
+    """``import flag.sub`` binds ``flag`` (not ``sub``): reading ``flag``
+    before that line raises UnboundLocalError on every layer."""
+    assert verdict("x = flag\nimport flag.sub\n") is Verdict.AFFECTED
+
+
+def test_a_warmup_that_names_the_buffer_only_in_a_string_reads_fixed():
+    """``getattr(self, "topk_indices_buffer")`` on the sparse path only:
+    the warmup knows the buffer and SWA-only layers never touch it, so it
+    is ``fixed`` (not ``not-affected``, which says the warmup never uses it)."""
+    body = ("swa_only = self.compress_ratio <= 1\n"
+            "top_k = 0 if swa_only else getattr(self, 'topk_indices_buffer').shape[-1]\n")
+    assert verdict(body) is Verdict.FIXED
+
+
+def test_the_edit_rewrites_only_the_plain_buffer_assertion_not_a_chained_one():
+    """``assert self.topk_indices_buffer is not None is not False`` fails the
+    same way, but it is not the statement the edit knows: refused by its line."""
+    from dspark_attn_plugin.warmup_edit import plan_edit
+
+    source = HEAD.format(body=" " * 12 + "assert self.topk_indices_buffer is not None is not False\n",
+                         helpers="", tail="")
+    assert classify_source(source).verdict is Verdict.AFFECTED
+    plan = plan_edit(source)
+    assert plan.edited is None
+    assert "is not `assert self.topk_indices_buffer is not None`" in plan.refusal, plan.refusal
