@@ -871,3 +871,11 @@ def test_the_edit_rewrites_only_the_plain_buffer_assertion_not_a_chained_one():
     plan = plan_edit(source)
     assert plan.edited is None
     assert "is not `assert self.topk_indices_buffer is not None`" in plan.refusal, plan.refusal
+
+
+def test_the_layer_class_is_found_with_other_classes_after_it():
+    """A module class written after the layer's (``Config``, sorting before
+    its name) is not the layer class."""
+    body = "swa_only = self.compress_ratio <= 1\n" + GUARDED
+    assert verdict(body, tail="\n\nclass Config:\n    pass\n") is Verdict.FIXED
+
