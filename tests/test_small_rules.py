@@ -12,6 +12,7 @@ import pytest
 
 import dspark_attn_plugin
 from dspark_attn_plugin import method_code, settings, status
+from dspark_attn_plugin.warmup_edit import plan_edit
 from dspark_attn_plugin.warmup_shape import Verdict, classify_source
 
 # --- the switch -------------------------------------------------------------------
@@ -366,8 +367,6 @@ def test_an_edit_plan_from_the_cache_cannot_be_changed_by_one_caller_for_the_nex
     """plan_edit's plans are cached and shared (the runtime and `status` in
     one process): a caller cannot change one under another."""
     import dataclasses
-
-    from dspark_attn_plugin.warmup_edit import plan_edit
 
     plan = plan_edit(flashmla.__loader__.get_source(flashmla.__name__))
     assert plan.applies
@@ -767,14 +766,16 @@ def test_a_closure_reading_a_name_bound_once_is_not_misled_by_other_names_the_me
     assert _with_steady(CLOSURE, steady) is Verdict.FIXED
 
 
+def _source(body: str, helpers: str = "") -> str:
+    """The HEAD module with ``body`` (unindented) in its warmup branch."""
+    return HEAD.format(body=textwrap.indent(body, " " * 12), helpers=helpers, tail="")
+
+
 def test_a_warmup_asserting_a_local_alias_of_the_buffer_is_refused_by_the_edit_not_an_error():
     """``b = self.topk_indices_buffer; assert b is not None`` crashes
     SWA-only layers, but it is not the statement the edit rewrites: the
     plan refuses it, naming the line, and raises nothing."""
-    from dspark_attn_plugin.warmup_edit import plan_edit
-
-    source = HEAD.format(body=" " * 12 + "b = self.topk_indices_buffer\n"
-                         + " " * 12 + "assert b is not None\n", helpers="", tail="")
+    source = _source("b = self.topk_indices_buffer\nassert b is not None\n")
     assert classify_source(source).verdict is Verdict.AFFECTED
     plan = plan_edit(source)
     assert plan.edited is None
@@ -786,10 +787,7 @@ def test_the_edit_finds_the_warmup_branch_after_another_if_of_the_method(test):
     """``if positions is None:`` (or another ``if``) before ``if attn_metadata
     is None:``: the warmup branch is the one on the metadata, and the edit
     fits it."""
-    from dspark_attn_plugin.warmup_edit import plan_edit
-
-    source = HEAD.format(body=" " * 12 + "assert self.topk_indices_buffer is not None\n",
-                         helpers="", tail="")
+    source = _source("assert self.topk_indices_buffer is not None\n")
     source = source.replace("        if attn_metadata is None:\n",
                             f"        if {test}:\n            positions = q\n"
                             "        if attn_metadata is None:\n", 1)
@@ -808,18 +806,25 @@ def test_a_name_the_method_binds_only_by_a_walrus_is_its_local_read_before_it_is
     """A walrus in a nested def's decorator, a class's bases or a
     comprehension's condition binds the method's own name: reading it
     before that line raises UnboundLocalError on every layer (Python's
-    behaviour, checked by running these bodies)."""
-    assert verdict("x = flag\n" + binding) is Verdict.AFFECTED
+    behaviour, checked here by running the body)."""
+    body = "x = flag\n" + binding
+    _raises_unbound_local(body)
+    assert verdict(body) is Verdict.AFFECTED
+
+
+def _raises_unbound_local(body: str) -> None:
+    """Python itself raises UnboundLocalError for ``body`` as a method body."""
+    namespace: dict = {}
+    exec(compile("def f(q=(1,)):\n" + textwrap.indent(body, "    "), "<body>", "exec"), namespace)
+    with pytest.raises(UnboundLocalError):
+        namespace["f"]()
 
 
 def test_the_edit_fits_only_a_warmup_branch_tested_by_attn_metadata_is_none_alone():
     """``if attn_metadata is None is not False:`` means the same, but it is
     not the shape the edit knows (warmup_edit's allow-list): the plan
     refuses it, and the plugin leaves the code alone."""
-    from dspark_attn_plugin.warmup_edit import plan_edit
-
-    source = HEAD.format(body=" " * 12 + "assert self.topk_indices_buffer is not None\n",
-                         helpers="", tail="")
+    source = _source("assert self.topk_indices_buffer is not None\n")
     assert plan_edit(source).edited is not None
     source = source.replace("if attn_metadata is None:", "if attn_metadata is None is not False:")
     assert classify_source(source).verdict is Verdict.AFFECTED
@@ -833,10 +838,7 @@ def test_an_assertion_of_another_attribute_of_the_layer_is_not_the_one_the_edit_
     """``assert self._LIMIT is not None`` with ``_LIMIT = None`` fails on
     every layer; it is not the buffer's assertion, and the plan says so by
     its line (not by what the edit would leave)."""
-    from dspark_attn_plugin.warmup_edit import plan_edit
-
-    source = HEAD.format(body=" " * 12 + f"assert self.{attr} is not None\n",
-                         helpers=f"    {attr} = None\n\n", tail="")
+    source = _source(f"assert self.{attr} is not None\n", helpers=f"    {attr} = None\n\n")
     assert classify_source(source).verdict is Verdict.AFFECTED
     plan = plan_edit(source)
     assert plan.edited is None
@@ -848,6 +850,7 @@ def test_an_assertion_of_another_attribute_of_the_layer_is_not_the_one_the_edit_
 def test_importing_a_submodule_binds_the_package_s_name_in_the_method():
     """``import flag.sub`` binds ``flag`` (not ``sub``): reading ``flag``
     before that line raises UnboundLocalError on every layer."""
+    _raises_unbound_local("x = flag\nimport flag.sub\n")
     assert verdict("x = flag\nimport flag.sub\n") is Verdict.AFFECTED
 
 
@@ -863,10 +866,7 @@ def test_a_warmup_that_names_the_buffer_only_in_a_string_reads_fixed():
 def test_the_edit_rewrites_only_the_plain_buffer_assertion_not_a_chained_one():
     """``assert self.topk_indices_buffer is not None is not False`` fails the
     same way, but it is not the statement the edit knows: refused by its line."""
-    from dspark_attn_plugin.warmup_edit import plan_edit
-
-    source = HEAD.format(body=" " * 12 + "assert self.topk_indices_buffer is not None is not False\n",
-                         helpers="", tail="")
+    source = _source("assert self.topk_indices_buffer is not None is not False\n")
     assert classify_source(source).verdict is Verdict.AFFECTED
     plan = plan_edit(source)
     assert plan.edited is None
