@@ -879,3 +879,76 @@ def test_the_layer_class_is_found_with_other_classes_after_it():
     body = "swa_only = self.compress_ratio <= 1\n" + GUARDED
     assert verdict(body, tail="\n\nclass Config:\n    pass\n") is Verdict.FIXED
 
+
+
+def _raises(body: str, module: dict) -> type | None:
+    """What Python raises running ``body`` as a method body (``q`` a
+    one-item tuple) in a module with ``module``'s names; None if nothing."""
+    namespace = dict(module)
+    exec(compile("def f(q=(1,)):\n" + textwrap.indent(body, "    "), "<body>", "exec"), namespace)
+    try:
+        namespace["f"]()
+    except Exception as exc:  # the exception is the result
+        return type(exc)
+    return None
+
+
+@pytest.mark.parametrize("body", [
+    "x = [y for y in q]\nz = y + 1\n",
+    "x = {y for y in q}\nz = y + 1\n",
+    "x = {y: 1 for y in q}\nz = y + 1\n",
+    "x = list(y for y in q)\nz = y + 1\n",
+    "x = [[y for y in q] for w in q]\nz = y + 1\n",
+    "x = [(y, w) for y in q for w in q]\nz = y + w\n",
+    "x = [y for y in q]\nw = [1 for _ in (y,)]\n",
+    "x = [y for a in (y for y in q) if y]\n",
+])
+def test_a_comprehension_s_loop_variable_is_its_own_not_the_method_s(body):
+    """After ``[y for y in q]`` the method's ``y`` is the module's constant
+    (Python reads it, no error): the warmup never uses the buffer, not a
+    local read before it is bound."""
+    assert _raises(body, {"y": 3, "w": 4}) is None
+    assert verdict(body, tail="\ny = 3\nw = 4\n") is Verdict.NOT_AFFECTED
+
+
+@pytest.mark.parametrize("body", [
+    "x = [1 for a in q if b for b in q]\n",
+    "b = 1\nx = [1 for a in q if b for b in q]\n",
+    "x = [1 for a in q if [b for c in q] for b in q]\n",
+])
+def test_a_comprehension_reading_its_own_loop_variable_before_its_loop_is_never_safe(body):
+    """``b`` of a later ``for`` clause is the comprehension's own, unbound
+    in the clauses before it (and in comprehensions nested there), whatever
+    the module or the method binds: Python raises, so the warmup is neither
+    fixed nor not-affected."""
+    assert issubclass(_raises(body, {"b": 3}), NameError)  # UnboundLocalError, or a free b
+    assert verdict(body, tail="\nb = 3\n") not in (Verdict.FIXED, Verdict.NOT_AFFECTED)
+
+
+@pytest.mark.parametrize("body, module", [
+    ("for a in 3:\n    pass\n", {}),
+    ("x = [a for a in 2.5]\n", {}),
+    ("x = [a for a in N]\n", {"N": 8}),
+    ("x = [y for y in y]\n", {"y": 3}),
+    ("x = {a for a in FLAG}\n", {"FLAG": True}),
+    ("for a in self.topk_indices_buffer:\n    pass\n", {}),
+])
+def test_iterating_a_constant_that_does_not_iterate_crashes_every_layer(body, module):
+    """``for a in 3`` (or a module constant, or the missing buffer) raises
+    TypeError whenever the warmup runs: ``affected``, not a safe verdict."""
+    tail = "".join(f"\n{k} = {v!r}\n" for k, v in module.items())
+    if "self." not in body:
+        assert _raises(body, module) is TypeError
+    assert verdict(body, tail=tail) is Verdict.AFFECTED
+
+
+@pytest.mark.parametrize("body", [
+    "x = [1 for a in q for b in None]\n",
+    "x = [1 for a in q for b in 3]\n",
+])
+def test_a_crash_in_a_later_for_clause_of_a_comprehension_is_reached_only_maybe(body):
+    """The second ``for`` runs only when the first yields an item: with an
+    empty ``q`` nothing raises, so the crash is not certain (``unknown``)."""
+    assert _raises(body.replace("in q", "in ()"), {}) is None
+    assert _raises(body, {}) is TypeError
+    assert verdict(body) is Verdict.UNKNOWN

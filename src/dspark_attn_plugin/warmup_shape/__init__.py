@@ -30,8 +30,10 @@ R2 *Tests.* An ``if``, ``while``, ``assert``, conditional expression,
    known takes its one arm. Otherwise it takes every arm, and what is under
    it is reached only *maybe*.
 R3 *Crashes.* A reached ``raise``; an ``assert`` whose test is false; an
-   attribute, subscript, call or arithmetic on None (or any known value
-   that raises); a local read before it is bound. Reached on every path and
+   attribute, subscript, call, iteration or arithmetic on None (or any known
+   value that raises); a local read before it is bound (a comprehension's
+   loop variables are its own: unbound until their loop binds them, and not
+   the function's after it). Reached on every path and
    certain: the verdict is ``affected``. Reached maybe: ``unknown``. An
    enclosing ``try`` whose handler names the exception's class (or a base of
    it, or catches all) takes the crash instead.

@@ -42,6 +42,7 @@ from dspark_attn_plugin.warmup_shape.values import (
     _const,
     _join,
     _truth,
+    iteration_error,
 )
 from dspark_attn_plugin.warmup_shape.verdict import (
     BUFFER_ATTR,
@@ -444,16 +445,32 @@ class ExpressionWalk:
             # PEP 572: the walrus binds the enclosing function's name, once
             # per iteration (a generator's, whenever it is consumed).
             self.doubt(e, "binds a name of the function with := inside a comprehension")
+        # The first iterable is read in the enclosing scope; the loop targets
+        # are the comprehension's own locals, unbound until their loop binds
+        # them, and gone after it (the enclosing function's names of the same
+        # spelling are untouched).
+        first = self.expr(e.generators[0].iter, st, scope)
+        targets = {n.id for g in e.generators for n in ast.walk(g.target)
+                   if isinstance(n, ast.Name)}
         inner = st.copy(MAYBE)
+        inner.env.update(dict.fromkeys(targets, _UNBOUND))
+        outer_locals = scope.locals
+        scope.locals = outer_locals | targets
+        try:
+            return self._comprehension_body(e, first, inner, st, scope, parts)
+        finally:
+            scope.locals = outer_locals
+
+    def _comprehension_body(self, e, first, inner, st, scope, parts):
         derived = False
         for i, gen in enumerate(e.generators):
-            it = self.expr(gen.iter, st if i == 0 else inner, scope)
-            if it.kind == CONST and it.data is None:
-                self.crash(gen.iter, st, "TypeError", "iterates over None")
+            it = first if i == 0 else self.expr(gen.iter, inner, scope)
+            if (error := iteration_error(it)) is not None:
+                self.crash(gen.iter, st if i == 0 else inner, "TypeError", error)
             if it.kind != CONST:
                 self.escape(gen.iter, it, "an iterator the walk cannot see")
             derived = derived or it.derived
-            self._bind_comprehension_target(gen.target, it, inner, scope)
+            self._bind_comprehension_target(gen.target, it, inner)
             for cond in gen.ifs:
                 c = self.expr(cond, inner, scope)
                 if _truth(c) is None and c.derived:
@@ -465,11 +482,10 @@ class ExpressionWalk:
             derived = derived or v.derived
         return _Val(OPAQUE, derived=derived)
 
-    def _bind_comprehension_target(self, target, it, inner, scope):
+    def _bind_comprehension_target(self, target, it, inner):
         for n in ast.walk(target):
             if isinstance(n, ast.Name):
                 inner.env[n.id] = _Val(OPAQUE, derived=it.derived)
-                scope.locals.add(n.id)
 
     def _ListComp(self, e, st, scope):
         return self._comprehension(e, st, scope, [e.elt])

@@ -43,6 +43,7 @@ from dspark_attn_plugin.warmup_shape.values import (
     _is_a,
     _join,
     _truth,
+    iteration_error,
 )
 from dspark_attn_plugin.warmup_shape.verdict import (
     BUFFER_ATTR,
@@ -349,8 +350,8 @@ class StatementWalk:
         again until the state at its head settles."""
         if isinstance(s, ast.For):
             it = self.expr(s.iter, st, scope)
-            if it.kind == CONST and it.data is None:
-                self.crash(s, st, "TypeError", "iterates over None")
+            if (error := iteration_error(it)) is not None:
+                self.crash(s, st, "TypeError", error)
             if it.kind != CONST:
                 self.escape(s.iter, it, "an iterator the walk cannot see")
             if it.kind == CONST and isinstance(it.data, (tuple, str)) and (

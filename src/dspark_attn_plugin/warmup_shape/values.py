@@ -59,6 +59,16 @@ def _truth(v: _Val) -> bool | None:
 
 _CONST_TYPES = (type(None), bool, int, float, str, bytes, tuple, frozenset, slice)
 
+
+def iteration_error(v: _Val) -> str | None:
+    """Why iterating ``v`` raises TypeError, when it is a constant that does
+    not iterate (None, a number, a slice); None when it iterates or the walk
+    does not know."""
+    if v.kind != CONST or isinstance(v.data, (str, bytes, tuple, frozenset)):
+        return None
+    return "iterates over None" if v.data is None else (
+        f"iterates over a constant of type {type(v.data).__name__}")
+
 _BINOPS = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
     ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
