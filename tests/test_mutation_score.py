@@ -282,6 +282,30 @@ def test_the_ledger_keeps_each_mutants_last_outcome_in_the_repository(tmp_path, 
     assert (tmp_path / "mutants" / "warmup_shape__module.seconds").read_text() == "3.2\n"
 
 
+@pytest.mark.parametrize("rc, output, outcome", [
+    (4, "ERROR: not found: /repo/tests/test_a.py::test_gone\n", "survived"),
+    (1, "FAILED tests/test_a.py::test_b - AssertionError\n", "killed"),
+    (0, "1 passed\n", "survived"),
+])
+def test_a_test_the_map_names_that_is_gone_is_no_kill(tmp_path, monkeypatch, rc, output, outcome):
+    """A test moved or renamed after the map was measured makes pytest exit
+    4 ("not found"): that says nothing of the mutant, so it is a survivor
+    (run again after the map), never a kill."""
+    for name in ("TREE", "PRISTINE"):
+        (tmp_path / name / "dspark_attn_plugin").mkdir(parents=True)
+        (tmp_path / name / "dspark_attn_plugin" / "m.py").write_text("x = 1\n")
+        monkeypatch.setattr(ms, name, tmp_path / name)
+    (tmp_path / "map.json").write_text("{}")
+    monkeypatch.setenv("MUTATION_MAP", str(tmp_path / "map.json"))
+    monkeypatch.setattr(ms, "LEDGER", tmp_path / "mutants")
+    monkeypatch.setattr(ms, "_changed_lines", lambda module: ([1], "-x = 1\n+x = 2\n"))
+    monkeypatch.setattr(ms, "select_tests", lambda mapping, module, changed: (["t"], "lines"))
+    monkeypatch.setattr(ms, "_ask_server", lambda tests, *a: ({"rc": rc, "seconds": 1.0}, output))
+    assert ms._test_mutant("m.py") == (1 if outcome == "killed" else 0)
+    (record,) = ms._records("m.py").values()
+    assert record["outcome"] == outcome
+
+
 def test_a_new_session_takes_the_outcomes_of_its_own_mutants_only():
     """On a new machine the session starts empty: each mutant whose mutated
     file the ledger knows takes its outcome (a time-out is a kill), a record

@@ -15,7 +15,8 @@ R1 *The run.* ``forward_mqa`` is interpreted from its first statement as the
    of outside code). Every value carries a mark, *derived*: the buffer is
    derived, so is whatever is computed from a derived value, whatever code
    chosen by a decided test on a derived value stores or returns (and the
-   rest of the function, when the arm not taken could have left it), and
+   rest of the function, when the arm not taken could have left it; what a
+   comprehension keeps by a filter on a derived value), and
    any attribute (or module-level object) that the module's other code
    (``__init__``, helpers, methods, other classes) may fill from the
    buffer, or change on a path a test on it chose, or fill with its own
@@ -30,13 +31,16 @@ R2 *Tests.* An ``if``, ``while``, ``assert``, conditional expression,
    known takes its one arm. Otherwise it takes every arm, and what is under
    it is reached only *maybe*.
 R3 *Crashes.* A reached ``raise``; an ``assert`` whose test is false; an
-   attribute, subscript, call, iteration or arithmetic on None (or any known
-   value that raises); a local read before it is bound (a comprehension's
-   loop variables are its own: unbound until their loop binds them, and not
-   the function's after it). Reached on every path and
-   certain: the verdict is ``affected``. Reached maybe: ``unknown``. An
-   enclosing ``try`` whose handler names the exception's class (or a base of
-   it, or catches all) takes the crash instead.
+   attribute, subscript, call, iteration (also ``*x``, ``**x``), unpacking
+   or arithmetic on None (or any known value that raises: unpacking a known
+   tuple into too many or too few names is a ValueError); a local read
+   before it is bound (a comprehension's loop variables are its own: unbound
+   until their loop binds them, and not the function's after it; an
+   ``except ... as e`` name is unbound after its handler). Reached on every
+   path and certain: the verdict is ``affected``. Reached maybe, or inside a
+   ``with`` whose context manager may swallow it: ``unknown``. An enclosing
+   ``try`` whose handler names the exception's class (or a base of it, or
+   catches all) takes the crash instead.
 R4 *Cannot see.* ``unknown`` when the run reaches: an undecided test on a
    derived value; a derived value, the layer or its class handed to code
    outside this module (a call, an operator or a format on an opaque
@@ -45,7 +49,10 @@ R4 *Cannot see.* ``unknown`` when the run reaches: an undecided test on a
    the class does not define, ``super()``, a decorated function, a class
    attribute that is not a plain constant, a store into the buffer or the
    ratio; a statement or expression kind not listed here (``await``,
-   ``global``, ``async``, nested classes, ...); a call deeper than
+   ``global``, ``async``, nested classes, a comprehension binding an
+   attribute or an item, ...); a generator expression kept to run later
+   that reads a local of the function (only ``list``, ``sum`` and the like
+   consume one at once); a call deeper than
    ``MAX_CALL_DEPTH`` or recursive; a loop whose state does not settle.
 R5 *The module as loaded.* ``unknown`` unless the whole module passes the
    allow-list M1-M6 of ``as_loaded`` (module statements, the class and its
@@ -68,7 +75,10 @@ above does not raise for lack of the buffer (it may raise for other reasons:
 ``affected`` can then be wrong, never ``fixed``); attributes of the layer
 other than the buffer and the R1 aliases are not derived from it: what
 imported bases' methods store, and what outside functions put into the
-objects they are handed (but for the forms ``aliases`` names). A context
+objects they are handed (but for the forms ``aliases`` names); values the
+walk keeps opaque (a list or dict it built, a comprehension's loop variable,
+a name nothing binds) raise nothing when read: a crash there does not depend
+on the buffer (it would stop those layers with a buffer too). A context
 manager other than ``torch.no_grad``-like ones may swallow an exception, so
 the code after its ``with`` is walked as maybe reached. Imported bases are
 outside code too: what they define is not known (R5), and their metaclass

@@ -52,6 +52,22 @@ from dspark_attn_plugin.warmup_shape.verdict import (
 import ast
 
 
+# Builtins that consume a generator handed to them before they return.
+_CONSUMING_BUILTINS = frozenset({
+    "list", "tuple", "set", "frozenset", "dict", "sorted", "sum", "any", "all", "min", "max",
+})
+
+
+def _is_local(name: str, scope: _Scope) -> bool:
+    """``name`` is a local of the function being walked or of one enclosing it."""
+    s = scope
+    while s is not None:
+        if name in s.locals:
+            return True
+        s = s.outer
+    return False
+
+
 class ExpressionWalk:
     # -- expressions ----------------------------------------------------------
     def expr(self, e: ast.expr, st: _State, scope: _Scope) -> _Val:
@@ -236,7 +252,14 @@ class ExpressionWalk:
         return _Val(OPAQUE, derived=derived)
 
     def _Tuple(self, e, st, scope):
-        values = [self.expr(x.value if isinstance(x, ast.Starred) else x, st, scope) for x in e.elts]
+        values = []
+        for x in e.elts:
+            values.append(self.expr(x.value if isinstance(x, ast.Starred) else x, st, scope))
+            if isinstance(x, ast.Starred):
+                if (error := iteration_error(values[-1])) is not None:
+                    self.crash(x, st, "TypeError", error)
+                if values[-1].kind != CONST:
+                    self.escape(x, values[-1], "an unpacking")
         derived = any(v.derived for v in values)
         if not any(isinstance(x, ast.Starred) for x in e.elts) and all(
             v.kind == CONST for v in values
@@ -261,7 +284,13 @@ class ExpressionWalk:
         return _Val(OPAQUE, derived=value.derived)
 
     def _Dict(self, e, st, scope):
-        values = [self.expr(x, st, scope) for x in [*filter(None, e.keys), *e.values]]
+        values = []
+        for key, item in zip(e.keys, e.values):
+            if key is not None:
+                values.append(self.expr(key, st, scope))
+            values.append(self.expr(item, st, scope))
+            if key is None and values[-1].kind == CONST:  # ``**x``: no constant is a mapping
+                self.crash(item, st, "TypeError", "unpacks a constant that is not a mapping")
         for v in values:
             if v.kind in (LAYER, CLS, FUNC, MAYBE_UNBOUND):
                 self.escape(e, v, "a container")
@@ -449,6 +478,10 @@ class ExpressionWalk:
         # are the comprehension's own locals, unbound until their loop binds
         # them, and gone after it (the enclosing function's names of the same
         # spelling are untouched).
+        for g in e.generators:
+            for n in ast.walk(g.target):
+                if isinstance(n, (ast.Attribute, ast.Subscript)):
+                    self.doubt(n, "binds a comprehension's loop variable that is not a plain name")
         first = self.expr(e.generators[0].iter, st, scope)
         targets = {n.id for g in e.generators for n in ast.walk(g.target)
                    if isinstance(n, ast.Name)}
@@ -463,23 +496,33 @@ class ExpressionWalk:
 
     def _comprehension_body(self, e, first, inner, st, scope, parts):
         derived = False
-        for i, gen in enumerate(e.generators):
-            it = first if i == 0 else self.expr(gen.iter, inner, scope)
-            if (error := iteration_error(it)) is not None:
-                self.crash(gen.iter, st if i == 0 else inner, "TypeError", error)
-            if it.kind != CONST:
-                self.escape(gen.iter, it, "an iterator the walk cannot see")
-            derived = derived or it.derived
-            self._bind_comprehension_target(gen.target, it, inner)
-            for cond in gen.ifs:
-                c = self.expr(cond, inner, scope)
-                if _truth(c) is None and c.derived:
-                    self.doubt(cond, f"filters on a value derived from {BUFFER_ATTR}")
-        for part in parts:
-            v = self.expr(part, inner, scope)
-            if v.kind in (LAYER, CLS, FUNC):
-                self.escape(part, v, "a container")
-            derived = derived or v.derived
+        steering = 0
+        try:
+            for i, gen in enumerate(e.generators):
+                it = first if i == 0 else self.expr(gen.iter, inner, scope)
+                if (error := iteration_error(it)) is not None:
+                    self.crash(gen.iter, st if i == 0 else inner, "TypeError", error)
+                if it.kind != CONST:
+                    self.escape(gen.iter, it, "an iterator the walk cannot see")
+                derived = derived or it.derived
+                self._bind_comprehension_target(gen.target, it, inner)
+                for cond in gen.ifs:
+                    c = self.expr(cond, inner, scope)
+                    if _truth(c) is None and c.derived:
+                        self.doubt(cond, f"filters on a value derived from {BUFFER_ATTR}")
+                    if c.derived and not steering:
+                        # The items kept, and what the rest runs, were
+                        # chosen by a test on the buffer.
+                        steering = 1
+                        self.chosen += 1
+                        derived = True
+            for part in parts:
+                v = self.expr(part, inner, scope)
+                if v.kind in (LAYER, CLS, FUNC):
+                    self.escape(part, v, "a container")
+                derived = derived or v.derived
+        finally:
+            self.chosen -= steering
         return _Val(OPAQUE, derived=derived)
 
     def _bind_comprehension_target(self, target, it, inner):
@@ -490,7 +533,21 @@ class ExpressionWalk:
     def _ListComp(self, e, st, scope):
         return self._comprehension(e, st, scope, [e.elt])
 
-    _SetComp = _GeneratorExp = _ListComp
+    _SetComp = _ListComp
+
+    def _GeneratorExp(self, e, st, scope):
+        """Walked as if run at once; but all but its first iterable run when
+        it is consumed: kept for later, what it reads of the function's
+        locals (or an enclosing function's) may have changed by then."""
+        if id(e) not in self.consumed_at_once:
+            own = {n.id for g in e.generators for n in ast.walk(g.target)
+                   if isinstance(n, ast.Name)}
+            later = [e.elt, *(c for g in e.generators for c in g.ifs),
+                     *(g.iter for g in e.generators[1:])]
+            for n in (n for part in later for n in ast.walk(part)):
+                if isinstance(n, ast.Name) and n.id not in own and _is_local(n.id, scope):
+                    self.doubt(n, f"keeps a generator expression that reads {n.id} when it runs later")
+        return self._comprehension(e, st, scope, [e.elt])
 
     def _DictComp(self, e, st, scope):
         return self._comprehension(e, st, scope, [e.key, e.value])
@@ -500,6 +557,11 @@ class ExpressionWalk:
 
     # -- calls ----------------------------------------------------------------
     def _Call(self, e, st, scope):
+        if isinstance(e.func, ast.Name) and e.func.id in _CONSUMING_BUILTINS and e.args and (
+            isinstance(e.args[0], ast.GeneratorExp) and not _is_local(e.func.id, scope)
+            and e.func.id not in self.module.module_names
+        ):
+            self.consumed_at_once.add(id(e.args[0]))  # ``sum(x for x in ...)``
         func = self.expr(e.func, st, scope)
         if isinstance(e.func, ast.Attribute) and func.kind == OPAQUE and (
             self.expr(e.func.value, st, scope).kind in (LAYER, CLS)
@@ -509,6 +571,8 @@ class ExpressionWalk:
         for a in e.args:
             if isinstance(a, ast.Starred):
                 v = self.expr(a.value, st, scope)
+                if (error := iteration_error(v)) is not None:
+                    self.crash(a, st, "TypeError", error)
                 if v.kind == CONST and isinstance(v.data, tuple):
                     args += [_const(x, v.derived) for x in v.data]
                 else:
@@ -520,6 +584,8 @@ class ExpressionWalk:
         kwargs = {}
         for k in e.keywords:
             v = self.expr(k.value, st, scope)
+            if k.arg is None and v.kind == CONST:  # no constant is a mapping
+                self.crash(k, st, "TypeError", "unpacks a constant that is not a mapping")
             if k.arg is None:
                 args.append(None)
                 self.escape(k, v, "a ** argument") if v.kind != OPAQUE else None

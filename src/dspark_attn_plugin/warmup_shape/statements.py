@@ -63,6 +63,8 @@ class StatementWalk:
         self.entered: list = []  # functions the run called
         self.chosen = 0  # > 0 inside code a derived decided test chose
         self.handlers: list[list] = []  # active try handlers, innermost last
+        self.swallowing = 0  # > 0 inside a with whose context manager may swallow
+        self.consumed_at_once: set = set()  # generator expressions a builtin consumes
         self.stack: list = []
 
     # -- findings -------------------------------------------------------------
@@ -80,7 +82,7 @@ class StatementWalk:
                     break
             if sure_catch is not None:
                 raise _Unreachable  # the handler takes it: this path ends here
-        if st.reach == SURE and not self.doubts:
+        if st.reach == SURE and not self.doubts and not self.swallowing:
             self.certain.append((getattr(node, "lineno", 0), what))
             raise _Found
         self.doubt(node, f"may fail: {what}")
@@ -475,7 +477,10 @@ class StatementWalk:
             h = self._maybe_entry(st, s.body)
             if handler.name:
                 h.env[handler.name] = _OPAQUE
-            ends.append(self.block(handler.body, h, scope))
+            end = self.block(handler.body, h, scope)
+            if end is not None and handler.name:
+                end.env[handler.name] = _UNBOUND  # Python deletes it on leaving
+            ends.append(end)
         out = _join_states(ends, scope.locals)
         if out is not None:
             sure = all(e is not None and e.total for e in ends)
@@ -513,11 +518,16 @@ class StatementWalk:
             plain = plain and name in _PLAIN_CONTEXTS
             if item.optional_vars is not None:
                 self.store(item.optional_vars, _OPAQUE, st, scope)
-        end = self.block(s.body, st.copy() if not plain else st, scope)
         if plain:
-            return end
-        # Crashes in the body count as crashes; but a context manager may
-        # swallow an exception of outside code and go on after the block.
+            return self.block(s.body, st, scope)
+        # A context manager may swallow an exception (contextlib.suppress):
+        # a crash in the body is reached only maybe, and the code after the
+        # block may start from anywhere in it.
+        self.swallowing += 1
+        try:
+            end = self.block(s.body, st.copy(), scope)
+        finally:
+            self.swallowing -= 1
         out = _join_states([end, self._maybe_entry(st, s.body)], scope.locals)
         out.reach = MAYBE
         out.total = False
@@ -585,19 +595,35 @@ class StatementWalk:
         return None
 
     # -- stores ---------------------------------------------------------------
+    def unpack_constant(self, target, value: _Val, st: _State, scope: _Scope) -> None:
+        """``a, b = <constant>`` and ``a, *b = <constant>``: the items bound,
+        or the TypeError / ValueError Python raises."""
+        if (error := iteration_error(value)) is not None:
+            self.crash(target, st, "TypeError", error.replace("iterates over", "unpacks"))
+        if isinstance(value.data, frozenset):  # items in no order the walk knows
+            items = [_Val(OPAQUE, derived=value.derived)] * len(value.data)
+        else:
+            items = [_const(v, value.derived) for v in value.data]
+        stars = [i for i, t in enumerate(target.elts) if isinstance(t, ast.Starred)]
+        fixed = len(target.elts) - len(stars)
+        if len(items) < fixed or (not stars and len(items) > fixed):
+            self.crash(target, st, "ValueError",
+                       f"unpacks {len(items)} values into {fixed} names")
+        if stars:  # the starred name takes a new list of the middle items
+            at, after = stars[0], len(target.elts) - stars[0] - 1
+            items = [*items[:at], _Val(OPAQUE, derived=value.derived),
+                     *items[len(items) - after:]]
+        for t, v in zip(target.elts, items):
+            self.store(t.value if isinstance(t, ast.Starred) else t, v, st, scope)
+
     def store(self, target, value: _Val, st: _State, scope: _Scope) -> None:
         value = value.mark(self.steered(scope))
         if isinstance(target, ast.Name):
             st.env[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
-            if value.kind == CONST and isinstance(value.data, tuple) and len(value.data) == len(
-                target.elts
-            ) and not any(isinstance(e, ast.Starred) for e in target.elts):
-                for t, v in zip(target.elts, value.data):
-                    self.store(t, _const(v, value.derived), st, scope)
-                return
             if value.kind == CONST:
-                self.crash(target, st, "TypeError", "unpacks a value that does not unpack")
+                self.unpack_constant(target, value, st, scope)
+                return
             self.escape(target, value, "an unpacking")
             for t in target.elts:
                 self.store(t.value if isinstance(t, ast.Starred) else t,
