@@ -8,7 +8,6 @@ around comprehensions, generators, unpacking and context managers."""
 from __future__ import annotations
 
 import textwrap
-import types
 
 import pytest
 
@@ -18,19 +17,29 @@ from test_small_rules import verdict
 SAFE = (Verdict.FIXED, Verdict.NOT_AFFECTED)
 
 
-def _raises(body: str, module: dict | None = None) -> type | None:
+def _raises(body: str, module: dict | None = None, helpers: str = "", tail: str = "") -> type | None:
     """What Python raises running ``body`` as the warmup's body on an
-    SWA-only layer (``q`` a one-item tuple), in a module with ``module``'s
-    names; None if nothing."""
+    SWA-only layer (``q`` a one-item tuple), with the class's ``helpers``
+    and the module's ``tail`` code and ``module`` names; None if nothing."""
     namespace = {"contextlib": __import__("contextlib"), **(module or {})}
-    source = "def f(self, q=(1,)):\n" + textwrap.indent(body, "    ")
+    source = ("class Layer:\n" + textwrap.indent(textwrap.dedent(helpers), "    ")
+              + "    def f(self, q=(1,)):\n" + textwrap.indent(body, "        ")
+              + textwrap.dedent(tail))
     exec(compile(source, "<body>", "exec"), namespace)
-    layer = types.SimpleNamespace(compress_ratio=0, topk_indices_buffer=None, foo=None)
+    layer = namespace["Layer"]()
+    layer.compress_ratio, layer.topk_indices_buffer, layer.foo = 0, None, None
     try:
-        namespace["f"](layer)
+        layer.f()
     except Exception as exc:  # the exception is the result
         return type(exc)
     return None
+
+
+def _raises_and_is_not_read_safe(exc: type, body: str, helpers: str = "", tail: str = "") -> None:
+    """Python raises ``exc`` for ``body`` on an SWA-only layer, and the
+    classifier does not say that the warmup starts."""
+    assert _raises(body, helpers=helpers, tail=tail) is exc
+    assert verdict(body, helpers=helpers, tail=tail) not in SAFE
 
 
 @pytest.mark.parametrize("body", [
@@ -216,3 +225,104 @@ def test_a_crash_inside_a_with_block_that_may_swallow_it_is_not_certain(body):
     and the warmup is ``unknown``, not ``affected``."""
     assert _raises(body) is None
     assert verdict(body) is Verdict.UNKNOWN
+
+
+@pytest.mark.parametrize("body", [
+    "[a for a, b in (self.topk_indices_buffer,)]\n",
+    "{a for (a, *b) in (self.topk_indices_buffer,)}\n",
+    "[a for x in (1,) for a, b in (self.topk_indices_buffer,)]\n",
+    "b = self.topk_indices_buffer\ntry:\n    [a for a, c in (b,)]\nexcept ValueError:\n    pass\n",
+])
+def test_a_comprehension_unpacking_the_missing_buffer_into_its_loop_variables_is_not_safe(body):
+    """``for a, b in (buffer,)`` unpacks None: TypeError (a handler naming
+    ValueError does not take it)."""
+    _raises_and_is_not_read_safe(TypeError, body)
+
+
+CALLBACK = "def cb(self):\n    return self.topk_indices_buffer.shape\n"
+
+
+@pytest.mark.parametrize("body", [
+    "try:\n    fs = [self.cb]\nexcept AttributeError:\n    fs = []\nfs[0]()\n",
+    "try:\n    fs = {'f': self.cb}\nexcept AttributeError:\n    fs = {}\nfs['f']()\n",
+    "try:\n    fs = (lambda: self.cb(),)\nexcept AttributeError:\n    fs = ()\nfs[0]()\n",
+])
+def test_a_method_handed_out_inside_a_try_runs_outside_its_handlers(body):
+    """The layer's method kept in a container inside ``try`` is called after
+    it: the handler does not take its crash."""
+    _raises_and_is_not_read_safe(AttributeError, body, helpers=CALLBACK)
+
+
+@pytest.mark.parametrize("body, helpers, tail", [
+    ("try:\n    with contextlib.suppress(TypeError), self.topk_indices_buffer[0]:\n        pass\n"
+     "    self.topk_indices_buffer.shape\nexcept TypeError:\n    pass\n", "", ""),
+    ("with nullcontext(TypeError):\n    self.topk_indices_buffer[0]\nself.topk_indices_buffer.shape\n", "",
+     "\nfrom contextlib import suppress as nullcontext\n"),
+    ("with self.no_grad():\n    self.topk_indices_buffer[0]\nself.topk_indices_buffer.shape\n",
+     "def no_grad(self):\n    return contextlib.suppress(TypeError)\n", ""),
+])
+def test_a_with_that_swallows_is_known_by_what_it_is_not_by_its_name(body, helpers, tail):
+    """``suppress`` under the name ``nullcontext`` or a method ``no_grad``
+    takes the first crash; the code after the block runs and raises.
+    Items after a swallowing one are entered under it."""
+    _raises_and_is_not_read_safe(AttributeError, body, helpers, tail)
+
+
+HELPER = "def h(self, a=None, b=None):\n    return self.topk_indices_buffer.shape\n"
+
+
+@pytest.mark.parametrize("body", [
+    "self.h(*[1])\n",
+    "self.h(**{})\n",
+    "args = (1,)\nself.h(*args)\n",
+])
+def test_a_star_argument_to_a_method_keeps_the_layer(body):
+    """``self.h(*args)``: the walk cannot match the arguments to the
+    parameters, but ``self`` is still the layer whose buffer is None."""
+    _raises_and_is_not_read_safe(AttributeError, body, helpers=HELPER)
+
+
+@pytest.mark.parametrize("body", [
+    "x = (self.topk_indices_buffer and {}) if output is not None else {}\ny = {**x}\n",
+    "x = self.topk_indices_buffer if output is not None else ()\nprint(*x)\n",
+    "x = self.topk_indices_buffer if output is not None else {}\nprint(**x)\n",
+])
+def test_unpacking_a_value_derived_from_the_buffer_with_a_star_is_not_safe(body):
+    """``*x`` or ``**x`` of a value that is None without the buffer."""
+    body = "output = 1\n" + body
+    _raises_and_is_not_read_safe(TypeError, body)
+
+
+@pytest.mark.parametrize("body", [
+    "try:\n    self.topk_indices_buffer.shape\nfinally:\n    return\n",
+    "for i in q:\n    try:\n        self.topk_indices_buffer.shape\n    finally:\n        break\n",
+    "for i in q:\n    try:\n        self.topk_indices_buffer.shape\n    finally:\n        continue\n",
+])
+def test_a_finally_that_returns_or_leaves_the_loop_drops_the_crash(body):
+    """Python drops the exception when the finally block returns, breaks or
+    continues: the warmup runs, so it is not ``affected``."""
+    assert _raises(body) is None
+    assert verdict(body) is not Verdict.AFFECTED
+
+
+@pytest.mark.parametrize("body", [
+    "try:\n    for i in (1,):\n        try:\n            self.topk_indices_buffer.shape\n"
+    "        finally:\n            for j in (1,):\n                break\nexcept TypeError:\n    pass\n",
+])
+def test_a_break_of_a_loop_inside_the_finally_does_not_drop_the_crash(body):
+    """``break`` of a loop that the finally block itself holds leaves that
+    loop only: the AttributeError goes on (a TypeError handler does not take it)."""
+    assert _raises(body) is AttributeError
+    assert verdict(body) is Verdict.AFFECTED
+
+
+@pytest.mark.parametrize("body, tail", [
+    ("try:\n    raise MyErr()\nexcept ValueError:\n    pass\n", "\nclass MyErr(ValueError):\n    pass\n"),
+    ("try:\n    raise StopIteration\nexcept Exception:\n    pass\n", ""),
+    ("try:\n    pass\nexcept self.topk_indices_buffer.Error:\n    pass\n", ""),
+])
+def test_what_a_handler_may_take_is_not_a_certain_crash(body, tail):
+    """An exception class the walk does not know may be one a handler
+    names; a handler's class is read only when an exception reaches it."""
+    assert _raises(body, tail=tail) is None
+    assert verdict(body, tail=tail) is not Verdict.AFFECTED

@@ -38,9 +38,14 @@ R3 *Crashes.* A reached ``raise``; an ``assert`` whose test is false; an
    until their loop binds them, and not the function's after it; an
    ``except ... as e`` name is unbound after its handler). Reached on every
    path and certain: the verdict is ``affected``. Reached maybe, or inside a
-   ``with`` whose context manager may swallow it: ``unknown``. An enclosing
-   ``try`` whose handler names the exception's class (or a base of it, or
-   catches all) takes the crash instead.
+   ``with`` whose context manager may swallow it (all but ``torch.no_grad``
+   and the like, named through torch or contextlib; from the item that
+   enters it on): ``unknown``. An enclosing ``try`` whose handler names the
+   exception's class (or a base of it, or catches all), or whose finally
+   block returns or leaves the loop, takes the crash instead; an exception
+   of a class the walk does not know, under a handler, is ``unknown``; a
+   handler's class is read only when an exception reaches it. This module's
+   code handed out is walked outside the try and with blocks around.
 R4 *Cannot see.* ``unknown`` when the run reaches: an undecided test on a
    derived value; a derived value, the layer or its class handed to code
    outside this module (a call, an operator or a format on an opaque
@@ -50,7 +55,8 @@ R4 *Cannot see.* ``unknown`` when the run reaches: an undecided test on a
    attribute that is not a plain constant, a store into the buffer or the
    ratio; a statement or expression kind not listed here (``await``,
    ``global``, ``async``, nested classes, a comprehension binding an
-   attribute or an item, ...); a generator expression kept to run later
+   attribute or an item, a call of this module's code with ``*`` or ``**``
+   arguments, ...); a generator expression kept to run later
    that reads a local of the function (only ``list``, ``sum`` and the like
    consume one at once); a call deeper than
    ``MAX_CALL_DEPTH`` or recursive; a loop whose state does not settle.

@@ -10,6 +10,7 @@ from dspark_attn_plugin.warmup_shape.as_loaded import private
 from dspark_attn_plugin.warmup_shape.state import (
     MAYBE,
     _Scope,
+    _is_local,
     _State,
     _Unreachable,
 )
@@ -58,14 +59,20 @@ _CONSUMING_BUILTINS = frozenset({
 })
 
 
-def _is_local(name: str, scope: _Scope) -> bool:
-    """``name`` is a local of the function being walked or of one enclosing it."""
-    s = scope
-    while s is not None:
-        if name in s.locals:
-            return True
-        s = s.outer
-    return False
+_UNKNOWN_ITEM = object()
+MAX_ITEMS = 16
+
+
+def _distinct(data) -> list:
+    """The distinct items of a known iterable constant, at most
+    ``MAX_ITEMS`` of them (then one unknown item stands for the rest)."""
+    found: list = []
+    for item in data:
+        if not any(type(item) is type(f) and item == f for f in found):
+            if len(found) == MAX_ITEMS:
+                return [*found, _UNKNOWN_ITEM]
+            found.append(item)
+    return found
 
 
 class ExpressionWalk:
@@ -291,6 +298,8 @@ class ExpressionWalk:
             values.append(self.expr(item, st, scope))
             if key is None and values[-1].kind == CONST:  # ``**x``: no constant is a mapping
                 self.crash(item, st, "TypeError", "unpacks a constant that is not a mapping")
+            if key is None:
+                self.escape(item, values[-1], "a ** unpacking")
         for v in values:
             if v.kind in (LAYER, CLS, FUNC, MAYBE_UNBOUND):
                 self.escape(e, v, "a container")
@@ -491,6 +500,11 @@ class ExpressionWalk:
         scope.locals = outer_locals | targets
         try:
             return self._comprehension_body(e, first, inner, st, scope, parts)
+        except _Unreachable:
+            # A handler around took a crash of the loop's body; the loop may
+            # also not have reached it: what follows is reached maybe.
+            st.reach, st.total = MAYBE, False
+            return _DERIVED
         finally:
             scope.locals = outer_locals
 
@@ -505,7 +519,7 @@ class ExpressionWalk:
                 if it.kind != CONST:
                     self.escape(gen.iter, it, "an iterator the walk cannot see")
                 derived = derived or it.derived
-                self._bind_comprehension_target(gen.target, it, inner)
+                self._bind_comprehension_target(gen.target, it, inner, scope)
                 for cond in gen.ifs:
                     c = self.expr(cond, inner, scope)
                     if _truth(c) is None and c.derived:
@@ -525,10 +539,27 @@ class ExpressionWalk:
             self.chosen -= steering
         return _Val(OPAQUE, derived=derived)
 
-    def _bind_comprehension_target(self, target, it, inner):
-        for n in ast.walk(target):
-            if isinstance(n, ast.Name):
-                inner.env[n.id] = _Val(OPAQUE, derived=it.derived)
+    def _bind_comprehension_target(self, target, it, inner, scope):
+        """Each item of a known iterable stored into ``target`` (a crash
+        there is reached maybe: the loop may not run); the names get what
+        the items give them joined, else any value."""
+        names = [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+        items = _distinct(it.data) if it.kind == CONST and iteration_error(it) is None else None
+        if items is None or not items:
+            for name in names:
+                inner.env[name] = _Val(OPAQUE, derived=it.derived)
+            return
+        bound = []
+        for item in items:
+            each = inner.copy()
+            self.store(target, _Val(OPAQUE, derived=it.derived) if item is _UNKNOWN_ITEM
+                       else _const(item, it.derived), each, scope)
+            bound.append(each)
+        for name in names:
+            value = bound[0].env[name]
+            for each in bound[1:]:
+                value = _join(value, each.env[name])
+            inner.env[name] = value
 
     def _ListComp(self, e, st, scope):
         return self._comprehension(e, st, scope, [e.elt])
@@ -577,7 +608,7 @@ class ExpressionWalk:
                     args += [_const(x, v.derived) for x in v.data]
                 else:
                     args.append(None)
-                    self.escape(a, v, "a starred argument") if v.kind != OPAQUE else None
+                    self.escape(a, v, "a starred argument")
                     args.append(v)
             else:
                 args.append(self.expr(a, st, scope))
@@ -588,7 +619,7 @@ class ExpressionWalk:
                 self.crash(k, st, "TypeError", "unpacks a constant that is not a mapping")
             if k.arg is None:
                 args.append(None)
-                self.escape(k, v, "a ** argument") if v.kind != OPAQUE else None
+                self.escape(k, v, "a ** argument")
             else:
                 kwargs[k.arg] = v
         return self.call(e, func, args, kwargs, st, scope)

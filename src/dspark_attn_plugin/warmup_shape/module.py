@@ -90,6 +90,22 @@ def module_constants(tree: ast.Module) -> dict:
     return known
 
 
+_CONTEXT_PACKAGES = ("torch", "contextlib")
+
+
+def _context_imports(stmt) -> set[str]:
+    """Names ``stmt`` binds to torch, contextlib or a name imported from
+    them under its own name."""
+    if isinstance(stmt, ast.Import):
+        return {a.name.split(".")[0] for a in stmt.names
+                if a.asname is None and a.name.split(".")[0] in _CONTEXT_PACKAGES}
+    if isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and (
+        (stmt.module or "").split(".")[0] in _CONTEXT_PACKAGES
+    ):
+        return {a.name for a in stmt.names if a.asname in (None, a.name) and a.name != "*"}
+    return set()
+
+
 class _Module:
     """What the walk may know of the module: the class's functions and
     plain attributes, module functions, module-level names, aliases."""
@@ -102,6 +118,10 @@ class _Module:
         self.aliases: set[str] = set()
         self.derived_globals: set[str] = set()
         self.constants: dict = {}
+        # Names bound once, by ``import torch`` / ``import contextlib`` or by
+        # ``from torch... import no_grad`` under their own name: what a
+        # ``with`` may trust not to swallow an exception.
+        self.context_imports: set[str] = set()
         # What the walk resolved, for the runtime to check on the loaded
         # objects: ("member", name, owner class), ("function", name) and
         # ("constant", name, value).
@@ -133,6 +153,8 @@ class _Module:
         for stmt in tree.body:
             if isinstance(stmt, ast.FunctionDef) and counts.get(stmt.name) == 1:
                 self.functions[stmt.name] = stmt
+            self.context_imports |= {
+                name for name in _context_imports(stmt) if counts.get(name) == 1}
             if isinstance(stmt, ast.ImportFrom) and (stmt.module or "").endswith("forward_context"):
                 for alias in stmt.names:
                     if alias.name == "get_forward_context" and counts.get(

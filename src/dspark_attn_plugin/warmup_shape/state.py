@@ -67,5 +67,15 @@ class _Scope:
         self.continues: list[list] = []
 
 
+def _is_local(name: str, scope: "_Scope") -> bool:
+    """``name`` is a local of the function being walked or of one enclosing it."""
+    s = scope
+    while s is not None:
+        if name in s.locals:
+            return True
+        s = s.outer
+    return False
+
+
 class _Unreachable(Exception):
     pass

@@ -16,6 +16,7 @@ from dspark_attn_plugin.warmup_shape.state import (
     _Scope,
     _State,
     _Unreachable,
+    _is_local,
     _join_states,
 )
 from dspark_attn_plugin.warmup_shape.syntax import (
@@ -54,6 +55,27 @@ from dspark_attn_plugin.warmup_shape.verdict import (
 )
 
 
+MAY_SWALLOW = "a context manager that may swallow an exception"
+
+
+def _finally_discards(stmts, in_loop: bool = False) -> bool:
+    """``stmts`` (a finally block) may end by ``return``, or by ``break`` /
+    ``continue`` of the loop around the ``try``: the exception is dropped."""
+    for n in stmts:
+        if isinstance(n, ast.Return) or (isinstance(n, (ast.Break, ast.Continue)) and not in_loop):
+            return True
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        loop = isinstance(n, (ast.For, ast.AsyncFor, ast.While))
+        blocks = [(getattr(n, "body", []), in_loop or loop), (getattr(n, "orelse", []), in_loop),
+                  (getattr(n, "finalbody", []), in_loop)]
+        blocks += [(h.body, in_loop) for h in getattr(n, "handlers", [])]
+        blocks += [(c.body, in_loop) for c in getattr(n, "cases", [])]
+        if any(isinstance(b, list) and _finally_discards(b, inner) for b, inner in blocks):
+            return True
+    return False
+
+
 class StatementWalk:
     def __init__(self, module: _Module, ratio: int):
         self.module = module
@@ -62,8 +84,9 @@ class StatementWalk:
         self.doubts: list[tuple[int, str]] = []
         self.entered: list = []  # functions the run called
         self.chosen = 0  # > 0 inside code a derived decided test chose
-        self.handlers: list[list] = []  # active try handlers, innermost last
-        self.swallowing = 0  # > 0 inside a with whose context manager may swallow
+        # Active try handlers, innermost last; MAY_SWALLOW for a with whose
+        # context manager may take an exception.
+        self.handlers: list = []
         self.consumed_at_once: set = set()  # generator expressions a builtin consumes
         self.stack: list = []
 
@@ -75,14 +98,18 @@ class StatementWalk:
     def crash(self, node, st: _State, exc: str, what: str) -> None:
         """R3: ``exc`` raised at ``node``; a try may take it."""
         for level in reversed(self.handlers):
+            if level is MAY_SWALLOW:
+                self.doubt(node, f"may fail: {what}, unless a context manager takes it")
             sure_catch = None
             for names, caught in level:
                 if names is None or any(_is_a(exc, n) for n in names):
                     sure_catch = caught
                     break
+                if exc == "?":  # a class the walk does not know: any handler may take it
+                    self.doubt(node, f"may fail: {what}, unless a handler takes it")
             if sure_catch is not None:
                 raise _Unreachable  # the handler takes it: this path ends here
-        if st.reach == SURE and not self.doubts and not self.swallowing:
+        if st.reach == SURE and not self.doubts:
             self.certain.append((getattr(node, "lineno", 0), what))
             raise _Found
         self.doubt(node, f"may fail: {what}")
@@ -107,11 +134,15 @@ class StatementWalk:
         n = len([*a.posonlyargs, *a.args]) - (1 if how == "bound" else 0)
         args = ([receiver] if how == "bound" else []) + [_OPAQUE] * max(n, 0)
         kwargs = {p.arg: _OPAQUE for p in a.kwonlyargs}
+        # It runs later, outside the try and with blocks around this point.
+        handlers, self.handlers = self.handlers, []
         try:
             self.call_function(function, args, kwargs, node, outer, closure,
                                _State({}, MAYBE))
         except _Unreachable:
             pass
+        finally:
+            self.handlers = handlers
 
     # -- functions ------------------------------------------------------------
     def call_function(self, function, args: list, kwargs: dict, node, outer,
@@ -157,11 +188,9 @@ class StatementWalk:
         a = function.args
         positional = [p.arg for p in [*a.posonlyargs, *a.args]]
         env: dict = {}
-        if any(v is None for v in args):  # a starred argument
-            extra = _DERIVED if any(v is not None and v.derived for v in args) else _OPAQUE
-            for name in self._all_params(function):
-                env[name] = extra
-            return env
+        if any(v is None for v in args):  # a * or ** argument
+            self.doubt(node, "calls a function of this module with * or ** arguments "
+                             "the walk cannot match to its parameters")
         for name, value in zip(positional, args):
             env[name] = value
         rest = args[len(positional):]
@@ -464,6 +493,29 @@ class StatementWalk:
         return entry
 
     def try_(self, s: ast.Try, st: _State, scope: _Scope) -> _State | None:
+        # A ``return``, ``break`` or ``continue`` of the finally block drops
+        # whatever the body, the else or a handler raised.
+        discards = _finally_discards(s.finalbody)
+        if discards:
+            self.handlers.append([(None, [])])
+        try:
+            ends = self._try_arms(s, st, scope)
+        finally:
+            if discards:
+                self.handlers.pop()
+        out = _join_states(ends, scope.locals)
+        if out is not None:
+            sure = all(e is not None and e.total for e in ends)
+            out.reach = st.reach if sure else MAYBE
+            out.total = st.total and sure
+        if s.finalbody:
+            fin_st = out if out is not None else self._maybe_entry(st, s.body)
+            fin = self.block(s.finalbody, fin_st, scope)
+            return fin if out is not None else None
+        return out
+
+    def _try_arms(self, s: ast.Try, st: _State, scope: _Scope) -> list:
+        """The states at the ends of the body (and else) and of each handler."""
         level = [(self._handler_names(h, st, scope), []) for h in s.handlers]
         self.handlers.append(level)
         try:
@@ -481,16 +533,7 @@ class StatementWalk:
             if end is not None and handler.name:
                 end.env[handler.name] = _UNBOUND  # Python deletes it on leaving
             ends.append(end)
-        out = _join_states(ends, scope.locals)
-        if out is not None:
-            sure = all(e is not None and e.total for e in ends)
-            out.reach = st.reach if sure else MAYBE
-            out.total = st.total and sure
-        if s.finalbody:
-            fin_st = out if out is not None else self._maybe_entry(st, s.body)
-            fin = self.block(s.finalbody, fin_st, scope)
-            return fin if out is not None else None
-        return out
+        return ends
 
     def _handler_names(self, handler, st, scope):
         if handler.type is None:
@@ -498,7 +541,7 @@ class StatementWalk:
         types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
         names = []
         for t in types:
-            self.expr(t, st, scope)
+            self.expr(t, st.copy(MAYBE), scope)  # only when an exception reaches it
             if isinstance(t, ast.Name) and t.id in _EXC_BASES | {"BaseException": ""} and (
                 t.id not in scope.locals and t.id not in self.module.module_names
             ):  # the builtin class, not a name this code binds
@@ -507,27 +550,44 @@ class StatementWalk:
                 names.append(t.id)
         return names
 
+    def _plain_context(self, expr, scope) -> bool:
+        """``torch.no_grad()`` and the like, by a name that is torch's or
+        contextlib's (not a local, not another import under that name)."""
+        node = expr.func if isinstance(expr, ast.Call) else expr
+        if not isinstance(node, (ast.Name, ast.Attribute)):
+            return False
+        name = node.attr if isinstance(node, ast.Attribute) else node.id
+        root = node
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        return name in _PLAIN_CONTEXTS and isinstance(root, ast.Name) and (
+            not _is_local(root.id, scope)
+            and (root.id not in self.module.module_names or root.id in self.module.context_imports)
+        )
+
     def with_(self, s: ast.With, st: _State, scope: _Scope) -> _State | None:
-        plain = True
-        for item in s.items:
-            cm = self.expr(item.context_expr, st, scope)
-            self.escape(item.context_expr, cm, "a context manager")
-            call = item.context_expr
-            name = call.func if isinstance(call, ast.Call) else call
-            name = name.attr if isinstance(name, ast.Attribute) else getattr(name, "id", "")
-            plain = plain and name in _PLAIN_CONTEXTS
-            if item.optional_vars is not None:
-                self.store(item.optional_vars, _OPAQUE, st, scope)
-        if plain:
-            return self.block(s.body, st, scope)
         # A context manager may swallow an exception (contextlib.suppress):
-        # a crash in the body is reached only maybe, and the code after the
-        # block may start from anywhere in it.
-        self.swallowing += 1
+        # from its ``__enter__`` on (the items after it, the body) a crash is
+        # reached only maybe, and the code after the block may start from
+        # anywhere in it.
+        swallowing, st_body = 0, st
         try:
-            end = self.block(s.body, st.copy(), scope)
+            for item in s.items:
+                cm = self.expr(item.context_expr, st_body if swallowing else st, scope)
+                self.escape(item.context_expr, cm, "a context manager")
+                if not swallowing and not self._plain_context(item.context_expr, scope):
+                    swallowing = 1
+                    self.handlers.append(MAY_SWALLOW)
+                    st_body = st.copy()
+                target_st = st_body if swallowing else st
+                if item.optional_vars is not None:
+                    self.store(item.optional_vars, _OPAQUE, target_st, scope)
+            if not swallowing:
+                return self.block(s.body, st, scope)
+            end = self.block(s.body, st_body, scope)
         finally:
-            self.swallowing -= 1
+            if swallowing:
+                self.handlers.pop()
         out = _join_states([end, self._maybe_entry(st, s.body)], scope.locals)
         out.reach = MAYBE
         out.total = False
