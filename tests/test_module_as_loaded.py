@@ -297,9 +297,13 @@ def test_a_module_whose_source_cannot_be_read_is_left_alone(stock, tmp_path, cap
 
 
 def test_a_local_named_like_a_builtin_exception_does_not_catch_it(stock):
+    """``except AssertionError:`` where a local ``AssertionError`` is
+    ValueError: not the builtin, so the fix is not read into it; the walk
+    does not know which class the local holds, so the crash is not certain
+    either (``unknown``; Python lets the assertion go on)."""
     text = build(stock, warmup=("AssertionError = ValueError", "try:",
                                 "    assert self.topk_indices_buffer is not None",
                                 "except AssertionError:", "    pass"))
-    assert classify_source(text).verdict is Verdict.AFFECTED
+    assert classify_source(text).verdict is Verdict.UNKNOWN
     control = text.replace("            AssertionError = ValueError\n", "")
     assert classify_source(control).verdict is Verdict.FIXED

@@ -326,3 +326,64 @@ def test_what_a_handler_may_take_is_not_a_certain_crash(body, tail):
     names; a handler's class is read only when an exception reaches it."""
     assert _raises(body, tail=tail) is None
     assert verdict(body, tail=tail) is not Verdict.AFFECTED
+
+
+@pytest.mark.parametrize("body, helpers", [
+    ("fn = getattr(self, '_sizes', None)\nif fn is not None:\n    n = fn()\n",
+     "def _sizes(self):\n    return self.topk_indices_buffer.shape[0]\n"),
+    ("k = getattr(self, 'top_k', 0)\n",
+     "@property\ndef top_k(self):\n    return len(self.topk_indices_buffer)\n"),
+])
+def test_getattr_with_a_default_of_a_member_of_the_class_reads_the_member(body, helpers):
+    """A method always exists, so ``getattr(self, name, None)`` is the
+    method, and calling it reads the buffer; a property's TypeError is not
+    the AttributeError that would give the default."""
+    assert _raises(body, helpers=helpers) in (AttributeError, TypeError)
+    assert verdict(body, helpers=helpers) not in SAFE
+
+
+@pytest.mark.parametrize("body, helpers", [
+    ("AttributeError = KeyError\ndef inner():\n    try:\n        return self.topk_indices_buffer.shape[0]\n"
+     "    except AttributeError:\n        return 0\nn = inner()\n", ""),
+    ("n = self._h(KeyError)\n",
+     "def _h(self, AttributeError):\n    def inner():\n        try:\n"
+     "            return self.topk_indices_buffer.shape[0]\n        except AttributeError:\n"
+     "            return 0\n    return inner()\n"),
+])
+def test_a_handler_naming_a_builtin_class_that_an_enclosing_function_rebinds_is_that_binding(
+        body, helpers):
+    """``AttributeError = KeyError`` in the function around a nested one:
+    the nested handler catches KeyError, and the AttributeError goes on."""
+    _raises_and_is_not_read_safe(AttributeError, body, helpers=helpers)
+
+
+@pytest.mark.parametrize("body, exc", [
+    ("buf = self.topk_indices_buffer\ntop_k = len(buf) if buf is not None else None\n"
+     "msg = f'top_k={top_k:d}'\n", TypeError),
+    ("spec = '' if self.topk_indices_buffer is not None else 'Q'\nmsg = f'{1:{spec}}'\n", ValueError),
+    ("msg = f'{self.topk_indices_buffer:d}'\n", TypeError),
+])
+def test_a_format_spec_the_missing_buffer_makes_wrong_raises(body, exc):
+    """``f"{None:d}"`` raises TypeError, and a spec the buffer chose may be
+    one the value does not take."""
+    _raises_and_is_not_read_safe(exc, body)
+
+
+def test_matrix_product_of_constants_raises_type_error_not_key_error():
+    """``None @ None`` is a TypeError: a handler naming KeyError does not
+    take it."""
+    body = ("m = self.topk_indices_buffer\ntry:\n    r = m @ m if m is None else 0\n"
+            "except KeyError:\n    r = 0\n")
+    _raises_and_is_not_read_safe(TypeError, body)
+
+
+@pytest.mark.parametrize("body", [
+    "errs = (AttributeError, TypeError)\ntry:\n    n = self.topk_indices_buffer.shape[0]\n"
+    "except errs:\n    n = 0\n",
+    "try:\n    n = len(self.topk_indices_buffer)\nexcept (*(TypeError,),):\n    n = 0\n",
+])
+def test_a_handler_naming_classes_the_walk_cannot_read_may_take_the_crash(body):
+    """``except errs:`` with a local tuple: the walk cannot tell which
+    classes it names, so the crash is not certain (Python takes it here)."""
+    assert _raises(body) is None
+    assert verdict(body) is not Verdict.AFFECTED

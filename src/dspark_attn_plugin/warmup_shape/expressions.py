@@ -59,6 +59,11 @@ _CONSUMING_BUILTINS = frozenset({
 })
 
 
+def _no_constant_takes(a, b):
+    """``a @ b``: no constant the walk knows supports it."""
+    raise TypeError("unsupported operand")
+
+
 _UNKNOWN_ITEM = object()
 MAX_ITEMS = 16
 
@@ -311,11 +316,31 @@ class ExpressionWalk:
             if isinstance(part, ast.FormattedValue):
                 v = self.expr(part.value, st, scope)
                 if part.format_spec is not None:
-                    self.expr(part.format_spec, st, scope)
+                    self.format_spec(part, v, st, scope)
                 if v.kind != CONST:
                     self.escape(part, v, "a format")
                 derived = derived or v.derived
         return _Val(OPAQUE, derived=derived)
+
+    def format_spec(self, part: ast.FormattedValue, v: _Val, st, scope) -> None:
+        """``f"{v:spec}"``: ``format(v, spec)``, which raises for a spec the
+        value does not take (``f"{None:d}"``)."""
+        spec_parts = part.format_spec.values
+        if all(isinstance(p, ast.Constant) for p in spec_parts):
+            spec = "".join(str(p.value) for p in spec_parts)
+        else:
+            value = self.expr(part.format_spec, st, scope)
+            if value.derived or (v.kind == CONST and v.derived):
+                self.doubt(part, f"formats with a spec or a value derived from {BUFFER_ATTR}")
+            return
+        if v.kind == CONST:
+            shown = v.data
+            if part.conversion != -1:  # !s, !r, !a: a string is formatted
+                shown = {115: str, 114: repr, 97: ascii}[part.conversion](shown)
+            try:
+                format(shown, spec)
+            except Exception as exc:
+                self.crash(part, st, type(exc).__name__, f"formats a constant with the spec {spec!r}")
 
     def _FormattedValue(self, e, st, scope):
         return self._JoinedStr(ast.JoinedStr(values=[e]), st, scope)
@@ -423,7 +448,7 @@ class ExpressionWalk:
     def binop(self, e, a: _Val, op, b: _Val, st) -> _Val:
         if a.kind == CONST and b.kind == CONST:
             try:
-                result = _BINOPS[type(op)](a.data, b.data)
+                result = _BINOPS.get(type(op), _no_constant_takes)(a.data, b.data)
             except Exception as exc:
                 self.crash(e, st, type(exc).__name__, "applies an operator to None or a constant that does not support it")
             return _const(result, a.derived or b.derived) if isinstance(result, _CONST_TYPES) else _Val(OPAQUE, derived=a.derived or b.derived)
@@ -677,11 +702,20 @@ class ExpressionWalk:
                 self.escape(e, obj, "hasattr")
                 return _Val(OPAQUE, derived=obj.derived)
             if len(args) == 3:
-                self.escape(e, obj, "getattr with a default") if obj.kind != LAYER else None
-                if obj.kind == LAYER and (
-                    "self." + attr in st.env or attr in (BUFFER_ATTR, RATIO_ATTR)
-                ):
-                    return self.layer_attribute(e, attr, st)
+                if obj.kind == LAYER:
+                    function = self.module.methods.get(attr)
+                    if function is not None and self._method_kind(e, function) in (
+                        "property", "cached_property"
+                    ):
+                        self.doubt(e, f"reads the property {attr} through getattr with a default "
+                                      "(an AttributeError in it gives the default)")
+                    value = self.layer_attribute(e, attr, st)
+                    if "self." + attr in st.env or attr in (BUFFER_ATTR, RATIO_ATTR) or (
+                        attr in self.module.methods or attr in self.module.class_attrs
+                    ):
+                        return value  # the attribute exists: never the default
+                    return _join(value, args[2])
+                self.escape(e, obj, "getattr with a default")
                 self.escape(e, args[2], "getattr with a default")
                 return _Val(OPAQUE, derived=obj.derived or args[2].derived)
             return self.attribute(e, obj, attr, st)

@@ -56,6 +56,7 @@ from dspark_attn_plugin.warmup_shape.verdict import (
 
 
 MAY_SWALLOW = "a context manager that may swallow an exception"
+ANY_CLASS = "?"  # an exception class the walk does not know
 
 
 def _finally_discards(stmts, in_loop: bool = False) -> bool:
@@ -102,10 +103,12 @@ class StatementWalk:
                 self.doubt(node, f"may fail: {what}, unless a context manager takes it")
             sure_catch = None
             for names, caught in level:
-                if names is None or any(_is_a(exc, n) for n in names):
+                if names is None or any(n != ANY_CLASS and _is_a(exc, n) for n in names):
                     sure_catch = caught
                     break
-                if exc == "?":  # a class the walk does not know: any handler may take it
+                if exc == ANY_CLASS or ANY_CLASS in names:
+                    # A class the walk does not know, raised or named: the
+                    # handler may take it or not.
                     self.doubt(node, f"may fail: {what}, unless a handler takes it")
             if sure_catch is not None:
                 raise _Unreachable  # the handler takes it: this path ends here
@@ -289,7 +292,7 @@ class StatementWalk:
                     self.expr(s.exc, st, scope)
             if s.cause is not None:
                 self.expr(s.cause, st, scope)
-            self.crash(s, st, exc or "?", "raises")
+            self.crash(s, st, exc or ANY_CLASS, "raises")
             return None
         if isinstance(s, (ast.Break, ast.Continue)):
             if not scope.breaks:
@@ -543,11 +546,13 @@ class StatementWalk:
         for t in types:
             self.expr(t, st.copy(MAYBE), scope)  # only when an exception reaches it
             if isinstance(t, ast.Name) and t.id in _EXC_BASES | {"BaseException": ""} and (
-                t.id not in scope.locals and t.id not in self.module.module_names
-            ):  # the builtin class, not a name this code binds
+                not _is_local(t.id, scope) and t.id not in self.module.module_names
+            ):  # the builtin class, not a name this code (or an enclosing function) binds
                 if t.id == "BaseException":
                     return None
                 names.append(t.id)
+            else:
+                names.append(ANY_CLASS)  # a class the walk does not know: it may be any
         return names
 
     def _plain_context(self, expr, scope) -> bool:
