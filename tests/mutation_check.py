@@ -182,7 +182,7 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     ),
     "R3-raise-passes": (
         "a reached raise is taken to end the run cleanly",
-        [("warmup_shape/statements.py", '            self.crash(s, st, exc or "?", "raises")\n', "            pass\n")],
+        [("warmup_shape/statements.py", '            self.crash(s, st, exc or ANY_CLASS, "raises")\n', "            pass\n")],
     ),
     "R3-failing-assert-passes": (
         "an assertion known false is taken to pass",
@@ -194,7 +194,8 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     ),
     "R3-any-handler-catches": (
         "a handler that names another exception class is taken to catch the crash",
-        [("warmup_shape/statements.py", "            if names is None or any(_is_a(exc, n) for n in names):\n", "            if True:\n")],
+        [("warmup_shape/statements.py", "            if names is None or any(n != ANY_CLASS and _is_a(exc, n) for n in names):\n",
+          "            if True:\n")],
     ),
     "R3-unbound-read-passes": (
         "reading a local before it is bound is taken to pass",
@@ -317,7 +318,7 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     ),
     "walk-handler-names-shadowed": (
         "an except clause naming a local called AssertionError is taken for the builtin",
-        [("warmup_shape/statements.py", "                t.id not in scope.locals and t.id not in self.module.module_names\n", "                True\n")],
+        [("warmup_shape/statements.py", "                not _is_local(t.id, scope) and t.id not in self.module.module_names\n", "                True\n")],
     ),
     "walk-walrus-in-comprehension": (
         "a walrus in a comprehension is taken not to bind the function's name",

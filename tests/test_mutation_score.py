@@ -188,6 +188,12 @@ def test_jobs_share_out_the_modules_largest_first(tmp_path, monkeypatch):
     monkeypatch.setattr(ms, "build_map", lambda python: None)
     monkeypatch.setattr(ms, "report", lambda modules: 0)
     monkeypatch.setattr(ms.subprocess, "Popen", FakePopen)
+    package = tmp_path / "package"  # sizes fixed here, not the sources' of the day
+    for module, size in [("warmup_shape/statements.py", 4000), ("warmup_shape/expressions.py", 3000),
+                         ("patch.py", 2000), ("settings.py", 1000)]:
+        (package / module).parent.mkdir(parents=True, exist_ok=True)
+        (package / module).write_text("#" * size)
+    monkeypatch.setattr(ms, "PACKAGE", package)
     assert ms.run_jobs(["settings.py", "warmup_shape/statements.py", "patch.py",
                         "warmup_shape/expressions.py"], "python", 2, whole_files=True) == 0
     assert started == [
