@@ -387,3 +387,27 @@ def test_a_handler_naming_classes_the_walk_cannot_read_may_take_the_crash(body):
     classes it names, so the crash is not certain (Python takes it here)."""
     assert _raises(body) is None
     assert verdict(body) is not Verdict.AFFECTED
+
+
+def test_a_generator_handed_to_a_local_named_like_a_consuming_builtin_is_kept_for_later():
+    """``list`` bound in the function is not the builtin: the generator is
+    kept, and consumed after ``b`` became the missing buffer."""
+    body = ("b = (1,)\nkept = []\nlist = kept.append\nlist(z for _ in (1,) for z in b)\n"
+            "b = self.topk_indices_buffer\nfor v in kept[0]:\n    pass\n")
+    _raises_and_is_not_read_safe(TypeError, body)
+
+
+def test_getattr_of_an_attribute_the_layer_may_lack_may_give_the_default():
+    """``getattr(self, "other", self.topk_indices_buffer)``: without
+    ``other`` it is the missing buffer, and the arm for None runs."""
+    body = "x = getattr(self, 'other', self.topk_indices_buffer)\nif x is None:\n    q.f()\n"
+    _raises_and_is_not_read_safe(AttributeError, body)
+
+
+def test_a_return_of_a_function_defined_in_a_finally_block_does_not_drop_the_crash():
+    """A ``def`` in the finally block returns from itself, not from the
+    finally: the AttributeError goes on."""
+    body = ("try:\n    x = self.topk_indices_buffer.shape\nfinally:\n    def cb():\n"
+            "        return 1\n")
+    assert _raises(body) is AttributeError
+    assert verdict(body) is Verdict.AFFECTED
