@@ -46,8 +46,8 @@ R3 *Crashes.* A reached ``raise``; an ``assert`` whose test is false; an
    of a class the walk does not know under a handler, or a handler naming a
    class it cannot read (a local, a name bound in an enclosing function),
    is ``unknown``; a handler's class is read only when an exception reaches
-   it. This module's
-   code handed out is walked outside the try and with blocks around.
+   it. This module's code handed out is walked outside the try and with
+   blocks around.
 R4 *Cannot see.* ``unknown`` when the run reaches: an undecided test on a
    derived value; a derived value, the layer or its class handed to code
    outside this module (a call, an operator or a format on an opaque
@@ -58,9 +58,10 @@ R4 *Cannot see.* ``unknown`` when the run reaches: an undecided test on a
    ratio; a statement or expression kind not listed here (``await``,
    ``global``, ``async``, nested classes, a comprehension binding an
    attribute or an item, a call of this module's code with ``*`` or ``**``
-   arguments, a property read by ``getattr`` with a default, ...); a generator expression kept to run later
-   that reads a local of the function (only ``list``, ``sum`` and the like
-   consume one at once); a call deeper than
+   arguments, a property read by ``getattr`` with a default, ...); a
+   generator expression kept to run later that reads a local of the
+   function (only ``list``, ``sum`` and the like consume one at once); a
+   call deeper than
    ``MAX_CALL_DEPTH`` or recursive; a loop whose state does not settle.
 R5 *The module as loaded.* ``unknown`` unless the whole module passes the
    allow-list M1-M6 of ``as_loaded`` (module statements, the class and its
