@@ -72,6 +72,11 @@ def main(argv=None) -> int:
             tally["unknown and needs the buffer"] += 1
         if obs.verdict == "affected" and obs.runs["swa0"] is None and obs.runs["swa1"] is None:
             tally["affected but starts (outside code raised first)"] += 1
+        if gen.has_later_construct(variant):
+            later = "with a comprehension, star, getattr default, format spec, suppress or finally"
+            tally[later] += 1
+            tally[f"{later}, read {obs.verdict}"] += 1
+            tally[f"{later}, starts without the buffer"] += not obs.lacks_buffer(obs.runs)
         found = gen.problems(obs)
         if found and len(problems) < 20:
             problems.append({"variant": list(variant.block), "base": variant.base,

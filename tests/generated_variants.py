@@ -5,7 +5,10 @@ A Hypothesis strategy rewrites the warmup branch of the installed vLLM
 vLLM #50693 applied (0.28.0's shape): the assertion and the ``top_k`` line
 are replaced by a generated block of tests, assertions, raises, aliases,
 walrus, lambdas, methods, properties, ``torch._assert``, conditional
-expressions, early returns, ``match``, ``try``, ``with``, loops; sometimes
+expressions, early returns, ``match``, ``try``, ``with``, loops, and (one
+statement in five) comprehensions, kept generators, ``*``/``**`` unpacking,
+``getattr`` with a default, f-string format specs, ``contextlib.suppress``,
+``try``/``finally`` and broad ``except`` clauses; sometimes
 ``forward_mqa`` is decorated or its steady path gains statements
 (``torch._check``, ``super()``, a name-mangled attribute).
 
@@ -108,6 +111,17 @@ def statements(draw, depth=0):
         lambda: ["_check_buffer(self.topk_indices_buffer)"],
         lambda: [f"if {draw(tests())}:", "    output.zero_()", "    return"],
     ]
+    if draw(st.integers(0, 4)) == 0:  # one in five: a construct of 2026-12-05 (below)
+        pick = draw(st.integers(0, 2 if depth >= 2 else 3))
+        if pick == 0:
+            return [draw(st.sampled_from(_LATER_STATEMENTS)).format(test=draw(tests()))]
+        if pick == 1:
+            return [line.format(test=draw(tests())) for line in draw(st.sampled_from(_KEPT_GENERATORS))]
+        if pick == 2:
+            return [draw(st.sampled_from(_LATER_STATEMENTS)).format(test=draw(tests()))]
+        head, tail = draw(st.sampled_from(_LATER_COMPOUNDS))
+        deeper = len(head[-1]) - len(head[-1].lstrip(" "))
+        return [*head, *_indent(_indent(draw(blocks(depth + 1))), deeper), *tail]
     if depth >= 2:
         return draw(st.sampled_from(simple))()
     kind = draw(st.integers(0, len(simple) + 6))
@@ -135,6 +149,65 @@ def statements(draw, depth=0):
             "    case _:", *_indent(body()),
         ]
     return ["if self.compress_ratio <= 1:", *body(), "else:", *body()]
+
+
+# Constructs whose reading the classifier learned on 2026-12-05, by bodies run
+# in Python: comprehensions (their own scope, filters, kept generators),
+# star unpacking, getattr with a default, f-string format specs, `with` that
+# may swallow, and `finally` that discards. ``{test}`` is a generated test.
+_LATER_STATEMENTS = [
+    "x = [e for e in (self.topk_indices_buffer,) if e is not None]",
+    "x = [e.shape for e in (self.topk_indices_buffer,)]",
+    "x = [e.shape for e in (self.topk_indices_buffer,) if {test}]",
+    "x = [0 for _ in range(1) if {test}]",
+    "top_k = [0 if swa_only else e.shape[-1] for e in (self.topk_indices_buffer,)][0]",
+    "top_k = [e.shape[-1] for e in (self.topk_indices_buffer,) if e is not None] or 0",
+    "top_k = sum(1 for e in (self.topk_indices_buffer,) if {test})",
+    "x = {{k: v.shape for k, v in (('b', self.topk_indices_buffer),)}}",
+    "x = [y for y in (ratio,)]; top_k = 0 if swa_only else y",
+    "x = (*self.topk_indices_buffer.shape,)",
+    "x = [*(self.topk_indices_buffer.shape if {test} else ())]",
+    "x, *rest = (self.topk_indices_buffer, 0)",
+    "x = {{**({{'k': self.topk_indices_buffer.shape}} if {test} else {{}})}}",
+    "x = (*self.topk_indices_buffer,)",
+    "x = getattr(self, 'topk_indices_buffer', None)",
+    "top_k = getattr(self.topk_indices_buffer, 'shape', (0,))[-1]",
+    "x = getattr(self, 'no_such_attribute', self.topk_indices_buffer).shape",
+    "x = getattr(self, '_has_topk', None)()",
+    "x = getattr(self, 'has_topk', False)",
+    'msg = f"{{self.topk_indices_buffer!r:>4}}"',
+    'msg = f"{{ratio:>{{self.topk_indices_buffer.shape[-1]}}}}"',
+    'msg = f"{{ratio:>{{0 if {test} else 1}}}}"',
+    "top_k = self.topk_indices_buffer.shape[-1] if {test} else 0",
+]
+_KEPT_GENERATORS = [
+    ("g = (e.shape for e in (self.topk_indices_buffer,))", "if {test}:", "    x = list(g)"),
+    ("g = (e.shape for e in (self.topk_indices_buffer,) if {test})", "x = next(g, None)"),
+    ("g = (0 for _ in range(1))", "x = list(g)"),
+    ("g = (self.topk_indices_buffer.shape for _ in range(1))", "if {test}:", "    x = max(g)"),
+]
+# (lines before the body, lines after it); the body is indented one level
+# deeper than the last line before it.
+_LATER_COMPOUNDS = [
+    (["with contextlib.suppress(AttributeError):"], []),
+    (["with contextlib.suppress(ValueError, AssertionError):"], []),
+    (["try:"], ["finally:", "    pass"]),
+    (["for _ in range(1):", "    try:"], ["    finally:", "        break"]),
+    (["def _inner():", "    try:"], ["    finally:", "        return 0", "_inner()"]),
+    (["try:"], ["except Exception:", "    top_k = 0"]),
+    (["try:"], ["except (AttributeError, TypeError) as exc:", "    top_k = 0"]),
+    (["with torch.no_grad():"], []),
+]
+
+_LATER_MARKERS = (" for e in ", " for y in ", " for _ in range(1)", " for k, v in ", "g = (", "(*", "[*",
+                  "{**", "*rest", "getattr(self, 'topk_indices_buffer', ", "getattr(self.topk",
+                  "getattr(self, 'no_such", "getattr(self, '_has_topk', ", "getattr(self, 'has_topk', ",
+                  "msg = f", "suppress(", "finally:", "except Exception", " as exc", "torch.no_grad")
+
+
+def has_later_construct(variant) -> bool:
+    """Whether the variant's block uses one of the constructs above."""
+    return any(marker in line for line in variant.block for marker in _LATER_MARKERS)
 
 
 @st.composite
