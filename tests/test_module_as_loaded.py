@@ -307,3 +307,23 @@ def test_a_local_named_like_a_builtin_exception_does_not_catch_it(stock):
     assert classify_source(text).verdict is Verdict.UNKNOWN
     control = text.replace("            AssertionError = ValueError\n", "")
     assert classify_source(control).verdict is Verdict.FIXED
+
+
+def test_a_module_defining_the_class_twice_is_left_alone_for_that_reason(
+    stock, tmp_path, caplog, cpu_workspace
+):
+    """A fork that appends a second ``class DeepseekV4FlashMLAAttention``
+    (upstream's fix, say) runs the last one. The classifier reads the class
+    Python uses, and the runtime's one warning names the rebinding, not a
+    file changed since import (which it would if the first class were read)."""
+    fixed = build(stock)
+    affected_class = stock[stock.index("class DeepseekV4FlashMLAAttention("):]
+    text = fixed + "\n\n" + affected_class
+    module = _load(text, tmp_path)
+    result = classify_source(text)
+    assert result.verdict is Verdict.UNKNOWN and "binds DeepseekV4FlashMLAAttention again" in result.reason
+    assert result.method_line == module.DeepseekV4FlashMLAAttention.forward_mqa.__code__.co_firstlineno
+    patched, warnings = _decide(module, caplog)
+    assert not patched
+    assert len(warnings) == 1 and "binds DeepseekV4FlashMLAAttention again" in warnings[0], warnings
+    assert "changed since import" not in warnings[0]
