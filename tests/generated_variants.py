@@ -315,6 +315,13 @@ MODULE_SHAPES = {
     "for-else": ModuleShape(warmup=("for _r in (0, 1):", "    if self.compress_ratio == _r:", "        break",
                                     "else:", "    _r = None"), plain=True),
     "logger": ModuleShape(top="from vllm.logger import init_logger\n\nlogger = init_logger(__name__)\n\n\n", plain=True),
+    "chained-constant": ModuleShape(top="_SWA_ONLY_RATIOS = _SWA = (0, 1)\n\n\n",
+                                    ratio_test="self.compress_ratio in _SWA", plain=True),
+    "torch-context": ModuleShape(top="from torch import no_grad\n\n\n",
+                                 warmup=("with no_grad():", "    x = self.compress_ratio"), plain=True),
+    "tuple-of-list-filled": ModuleShape(
+        top="_SPARSE = tuple([[]])\n\n\ndef _mark(layer):\n    _SPARSE[0].append(layer.compress_ratio)\n\n\n",
+        warmup=("_mark(self)",), ratio_test="self.compress_ratio not in _SPARSE[0]"),
 }
 
 

@@ -180,6 +180,22 @@ PLAIN = {
     "default-argument-of-the-ratio": dict(warmup=("_f = lambda r=self.compress_ratio: r", "x = _f()")),
     "property-helper": dict(body="    @property\n    def _swa(self):\n        return self.compress_ratio <= 1\n\n",
                             swa_test="self._swa"),
+    # Module constants the walk computes: annotated, empty, negative, from
+    # another constant, bound by a chained assignment (each name), beside a
+    # value computed by an imported function (not a constant, never read).
+    "annotated-module-constant": dict(top="_SWA: tuple = (0, 1)\n\n\n",
+                                      swa_test="self.compress_ratio in _SWA"),
+    "empty-frozenset-constant": dict(top="_NONE = frozenset()\n\n\n",
+                                     swa_test="self.compress_ratio <= 1 and self.compress_ratio not in _NONE"),
+    "negative-constant": dict(top="_NO_RATIO = -1\n\n\n",
+                              swa_test="self.compress_ratio <= 1 and self.compress_ratio != _NO_RATIO"),
+    "constant-from-a-constant": dict(top="_ONE = 1\n_MINUS_ONE = -_ONE\n\n\n",
+                                     swa_test="self.compress_ratio <= 1 and self.compress_ratio != _MINUS_ONE"),
+    "chained-constant": dict(top="_SWA = _SWA_ONLY_RATIOS = (0, 1)\n\n\n",
+                             swa_test="self.compress_ratio in _SWA"),
+    "chained-constant-second-name": dict(top="_SWA_ONLY_RATIOS = _SWA = (0, 1)\n\n\n",
+                                         swa_test="self.compress_ratio in _SWA"),
+    "value-of-an-imported-call": dict(top="from torch import device\n\n_CPU = device('cpu')\n\n\n"),
 }
 
 
@@ -327,3 +343,52 @@ def test_a_module_defining_the_class_twice_is_left_alone_for_that_reason(
     assert not patched
     assert len(warnings) == 1 and "binds DeepseekV4FlashMLAAttention again" in warnings[0], warnings
     assert "changed since import" not in warnings[0]
+
+
+@pytest.mark.parametrize("imported", [
+    "from torch import no_grad",
+    "from torch.autograd import no_grad",
+    "from contextlib import nullcontext as no_grad",
+])
+def test_a_context_manager_imported_from_torch_or_contextlib_swallows_nothing(stock, imported):
+    """``with no_grad():`` around the buffer assertion, ``no_grad`` imported
+    from torch or contextlib: the assertion fails on SWA-only layers
+    (`affected`, which the runtime can patch), not `unknown`."""
+    warmup = ("with no_grad():", "    assert self.topk_indices_buffer is not None")
+    result = classify_source(build(stock, fixed=False, top=f"{imported}\n\n\n", warmup=warmup))
+    if " as " in imported:  # imported under another name: not trusted
+        assert result.verdict is Verdict.UNKNOWN, result.reason
+    else:
+        assert result.verdict is Verdict.AFFECTED, result.reason
+    # The same name defined by the module: it may swallow the failure (this
+    # one does: run, the warmup passes), so the walk cannot say `affected`.
+    own = "import contextlib\n\n\ndef no_grad():\n    return contextlib.suppress(AssertionError)\n\n\n"
+    result = classify_source(build(stock, fixed=False, top=own, warmup=warmup))
+    assert result.verdict is Verdict.UNKNOWN and "context manager" in result.reason, result.reason
+
+
+def test_a_list_inside_a_module_tuple_is_no_constant(stock):
+    """``tuple([[]])`` holds a list any code may fill (the layer's
+    ``__init__``, another module): a ratio test on it is not decided."""
+    text = build(stock, top="_SPARSE = tuple([[]])\n\n\n",
+                 swa_test="self.compress_ratio <= 1 and self.compress_ratio not in _SPARSE[0]")
+    result = classify_source(text)
+    assert result.verdict is Verdict.UNKNOWN, result.reason
+
+
+@pytest.mark.parametrize("fixed", [True, False])
+def test_a_chained_module_constant_is_checked_on_the_loaded_module(stock, tmp_path, caplog, cpu_workspace, fixed):
+    """``_SWA = _SWA_ONLY_RATIOS = (0, 1)``: the runtime keeps what the file
+    says (the affected base patched, the fixed one left alone, no warning),
+    and a loaded module whose constant changed after import is left alone."""
+    text = build(stock, fixed=fixed, top="_SWA = _SWA_ONLY_RATIOS = (0, 1)\n\n\n",
+                 swa_test="self.compress_ratio in _SWA")
+    module = _load(text, tmp_path)
+    patched, warnings = _decide(module, caplog)
+    assert patched is not fixed and warnings == []
+    if patched:
+        patch.remove(module)
+    module._SWA = (0, 1, 4)
+    caplog.clear()
+    patched, warnings = _decide(module, caplog)
+    assert not patched and len(warnings) == 1 and "_SWA" in warnings[0], warnings

@@ -509,9 +509,18 @@ SWA_TEST = ("if self.compress_ratio in _SWA_ONLY:\n    output.zero_()\n    retur
             "assert self.topk_indices_buffer is not None\n")
 
 
-def test_only_a_name_bound_by_one_plain_assignment_is_a_module_constant():
-    assert verdict(SWA_TEST, tail="\n_SWA_ONLY = (0, 1)\n") is Verdict.FIXED
-    assert verdict(SWA_TEST, tail="\n_SWA_ONLY = _OTHER = (0, 1)\n") is Verdict.UNKNOWN
+@pytest.mark.parametrize("tail", [
+    "\n_SWA_ONLY = (0, 1)\n",
+    "\n_SWA_ONLY: tuple = (0, 1)\n",
+    "\n_SWA_ONLY = _OTHER = (0, 1)\n",  # a chained assignment binds each name
+    "\n_OTHER = _SWA_ONLY = (0, 1)\n",
+])
+def test_a_name_bound_once_by_an_assignment_is_a_module_constant(tail):
+    assert verdict(SWA_TEST, tail=tail) is Verdict.FIXED
+
+
+def test_a_name_bound_twice_is_no_module_constant():
+    assert verdict(SWA_TEST, tail="\n_SWA_ONLY = (0, 1)\n_SWA_ONLY = (0, 1, 4)\n") is Verdict.UNKNOWN
 
 
 @pytest.mark.parametrize("value, tail", [

@@ -75,18 +75,19 @@ def module_constants(tree: ast.Module) -> dict:
             counts[name] = counts.get(name, 0) + 1
     known: dict = {}
     for stmt in tree.body:
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-            target, value = stmt.targets[0], stmt.value
+        if isinstance(stmt, ast.Assign):  # `A = B = value` binds each target
+            targets, value = stmt.targets, stmt.value
         elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-            target, value = stmt.target, stmt.value
+            targets, value = [stmt.target], stmt.value
         else:
             continue
-        if not isinstance(target, ast.Name) or counts.get(target.id) != 1:
+        if not all(isinstance(t, ast.Name) and counts.get(t.id) == 1 for t in targets):
             continue
         try:
-            known[target.id] = _constant_value(value, known, False, CONSTANT_BUILTINS & counts.keys())
+            found = _constant_value(value, known, False, CONSTANT_BUILTINS & counts.keys())
         except (ValueError, TypeError, SyntaxError, RecursionError):
             continue
+        known.update((t.id, found) for t in targets)
     return known
 
 
@@ -132,14 +133,9 @@ class _Module:
             self.owners = {**ns.owners, **{name: CLASS_NAME for name in methods}}
             self.class_attrs = ns.attrs
             self.ambiguous = ns.ambiguous - set(methods)
-        else:
+        else:  # a method on its own (no module): its class's functions only
             self.methods, self.ambiguous = dict(methods), set()
             self.owners = {name: CLASS_NAME for name in methods}
-            if cls is not None:
-                for stmt in cls.body:
-                    if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                        for name in _stmt_binds(stmt):
-                            self.class_attrs[name] = stmt
         if tree is None:
             return
         self.constants = module_constants(tree)
