@@ -392,3 +392,24 @@ def test_a_chained_module_constant_is_checked_on_the_loaded_module(stock, tmp_pa
     caplog.clear()
     patched, warnings = _decide(module, caplog)
     assert not patched and len(warnings) == 1 and "_SWA" in warnings[0], warnings
+
+
+def test_import_torch_dot_submodule_binds_torch_whose_context_managers_are_trusted(stock):
+    """``import torch.nn`` binds ``torch`` (not ``nn``): ``with
+    torch.no_grad():`` around the buffer assertion reads `affected`."""
+    text = build(stock, fixed=False, warmup=("with torch.no_grad():",
+                                             "    assert self.topk_indices_buffer is not None"))
+    text = variants._replace_once(text, "\nimport torch\n", "\nimport torch.nn\n")
+    result = classify_source(text)
+    assert result.verdict is Verdict.AFFECTED, result.reason
+
+
+def test_a_context_manager_of_another_package_may_swallow(stock):
+    """``import vllm`` then ``with vllm.utils.no_grad():`` around the assertion:
+    a name like torch's from another package is not torch's; only torch's
+    and contextlib's are trusted not to take the failure."""
+    text = build(stock, fixed=False, top="import vllm\n\n\n",
+                 warmup=("with vllm.utils.no_grad():",
+                         "    assert self.topk_indices_buffer is not None"))
+    result = classify_source(text)
+    assert result.verdict is Verdict.UNKNOWN and "context manager" in result.reason, result.reason

@@ -26,7 +26,7 @@ def module_integrity(tree: ast.Module, cls: ast.ClassDef) -> str | None:
     return None
 
 
-def _constant_value(node, known: dict, inside: bool = False, shadowed=frozenset()):
+def _constant_value(node, known: dict, inside: bool, shadowed: frozenset | set):
     """The value of a module constant's expression, or raise ValueError.
     Mutable containers are not constants (code may change them)."""
     if isinstance(node, ast.Name):
