@@ -196,6 +196,7 @@ PLAIN = {
     "chained-constant-second-name": dict(top="_SWA_ONLY_RATIOS = _SWA = (0, 1)\n\n\n",
                                          swa_test="self.compress_ratio in _SWA"),
     "value-of-an-imported-call": dict(top="from torch import device\n\n_CPU = device('cpu')\n\n\n"),
+    "relative-import": dict(top="from . import ops  # noqa: F401\n\n\n"),
 }
 
 
@@ -413,3 +414,27 @@ def test_a_context_manager_of_another_package_may_swallow(stock):
                          "    assert self.topk_indices_buffer is not None"))
     result = classify_source(text)
     assert result.verdict is Verdict.UNKNOWN and "context manager" in result.reason, result.reason
+
+
+def test_a_module_name_bound_to_an_imported_value_is_no_constant(stock):
+    """``_FULL = VLLM_DSV4_WARMUP_FULL_TOPK`` (an imported flag) gating the
+    SWA-only arm: its value is the environment's, not the file's. Where it
+    is true, SWA-only layers take the sparse arm and assert the buffer."""
+    text = build(stock, top=("from vllm.envs import VLLM_DSV4_WARMUP_FULL_TOPK\n\n"
+                             "_WARMUP_FULL_TOPK = VLLM_DSV4_WARMUP_FULL_TOPK\n\n\n"),
+                 swa_test="self.compress_ratio <= 1 and not _WARMUP_FULL_TOPK")
+    result = classify_source(text)
+    assert result.verdict is Verdict.UNKNOWN, result.reason
+
+
+@pytest.mark.parametrize("body", [
+    "return 0 if swa_only else layer.topk_indices_buffer.shape[-1]",
+    "assert layer.topk_indices_buffer is not None\n    return 0",
+])
+def test_an_async_module_helper_is_not_walked_as_a_call(stock, body):
+    """Calling an ``async def`` runs none of its body (it returns a
+    coroutine): the walk cannot read it as if it ran, either way."""
+    text = build(stock, top=f"async def _warmup_top_k(layer, swa_only):\n    {body}\n\n\n",
+                 warmup=("x = _warmup_top_k(self, self.compress_ratio <= 1)",))
+    result = classify_source(text)
+    assert result.verdict is Verdict.UNKNOWN, result.reason
