@@ -438,3 +438,20 @@ def test_an_async_module_helper_is_not_walked_as_a_call(stock, body):
                  warmup=("x = _warmup_top_k(self, self.compress_ratio <= 1)",))
     result = classify_source(text)
     assert result.verdict is Verdict.UNKNOWN, result.reason
+
+
+def test_a_relative_module_named_like_torch_is_not_torch(stock):
+    """``from .torch import no_grad``: the fork's own module, whose
+    ``no_grad`` may swallow the assertion's failure: `unknown`."""
+    text = build(stock, fixed=False, top="from .torch import no_grad\n\n\n",
+                 warmup=("with no_grad():", "    assert self.topk_indices_buffer is not None"))
+    result = classify_source(text)
+    assert result.verdict is Verdict.UNKNOWN and "context manager" in result.reason, result.reason
+
+
+def test_a_frozenset_of_two_arguments_is_no_constant(stock):
+    """``frozenset((0, 1), ())`` raises TypeError when the module is
+    imported: nothing about its warmup is proven."""
+    text = build(stock, top="_SWA = frozenset((0, 1), ())\n\n\n", swa_test="self.compress_ratio in _SWA")
+    result = classify_source(text)
+    assert result.verdict is Verdict.UNKNOWN, result.reason
