@@ -197,6 +197,8 @@ PLAIN = {
                                          swa_test="self.compress_ratio in _SWA"),
     "value-of-an-imported-call": dict(top="from torch import device\n\n_CPU = device('cpu')\n\n\n"),
     "relative-import": dict(top="from . import ops  # noqa: F401\n\n\n"),
+    "constant-after-a-computed-value": dict(top="from torch import device\n\n_CPU = device('cpu')\n_SWA = (0, 1)\n\n\n",
+                                            swa_test="self.compress_ratio in _SWA"),
 }
 
 
