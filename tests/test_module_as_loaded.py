@@ -457,3 +457,14 @@ def test_a_frozenset_of_two_arguments_is_no_constant(stock):
     text = build(stock, top="_SWA = frozenset((0, 1), ())\n\n\n", swa_test="self.compress_ratio in _SWA")
     result = classify_source(text)
     assert result.verdict is Verdict.UNKNOWN, result.reason
+
+
+def test_torch_s_name_imported_under_another_name_does_not_vouch_for_a_module_s_own(stock):
+    """``from torch import no_grad as _torch_no_grad`` beside the fork's own
+    ``from .compat import no_grad``: ``with no_grad():`` is the fork's, which
+    may swallow the assertion's failure: `unknown`."""
+    top = "from torch import no_grad as _torch_no_grad\nfrom .compat import no_grad\n\n\n"
+    text = build(stock, fixed=False, top=top,
+                 warmup=("with no_grad():", "    assert self.topk_indices_buffer is not None"))
+    result = classify_source(text)
+    assert result.verdict is Verdict.UNKNOWN and "context manager" in result.reason, result.reason
