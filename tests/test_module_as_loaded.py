@@ -468,3 +468,11 @@ def test_torch_s_name_imported_under_another_name_does_not_vouch_for_a_module_s_
                  warmup=("with no_grad():", "    assert self.topk_indices_buffer is not None"))
     result = classify_source(text)
     assert result.verdict is Verdict.UNKNOWN and "context manager" in result.reason, result.reason
+
+
+def test_a_list_inside_a_tuple_literal_is_no_constant(stock):
+    """``([],)`` as ``tuple([[]])``: the list in it may be filled by any code."""
+    text = build(stock, top="_SPARSE = ([],)\n\n\n",
+                 swa_test="self.compress_ratio <= 1 and self.compress_ratio not in _SPARSE[0]")
+    result = classify_source(text)
+    assert result.verdict is Verdict.UNKNOWN, result.reason
