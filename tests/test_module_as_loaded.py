@@ -476,3 +476,18 @@ def test_a_list_inside_a_tuple_literal_is_no_constant(stock):
                  swa_test="self.compress_ratio <= 1 and self.compress_ratio not in _SPARSE[0]")
     result = classify_source(text)
     assert result.verdict is Verdict.UNKNOWN, result.reason
+
+
+def test_another_name_from_forward_context_is_not_get_forward_context(stock):
+    """``is_forward_context_available``, imported beside
+    ``get_forward_context``: its call returns True in the warmup (vLLM sets
+    the context for the dummy run), so the assertion under it runs and
+    fails on SWA-only layers; read as the forward context, the test would
+    be false and the warmup `fixed`."""
+    text = build(stock, warmup=("if is_forward_context_available() is True:",
+                                "    assert self.topk_indices_buffer is not None"))
+    text = variants._replace_once(
+        text, "from vllm.forward_context import get_forward_context\n",
+        "from vllm.forward_context import get_forward_context, is_forward_context_available\n")
+    result = classify_source(text)
+    assert result.verdict is Verdict.UNKNOWN, result.reason
