@@ -66,11 +66,12 @@ def classify_source(source: str) -> Classification:
     return classify_method(method, class_methods(cls), tree=tree, cls=cls)
 
 
-def classify_method(method, methods: dict, *, tree: ast.Module | None = None,
-                    cls: ast.ClassDef | None = None) -> Classification:
-    """Classify ``method`` (a ``forward_mqa`` definition) as the #50615 run,
-    following calls into ``methods`` (the class's own) and, given ``tree``
-    and ``cls``, into module functions and class attributes."""
+def classify_method(method, methods: dict, *, tree: ast.Module,
+                    cls: ast.ClassDef) -> Classification:
+    """Classify ``method`` (a ``forward_mqa`` definition, or its edit) as the
+    #50615 run, following calls into ``methods`` (the class's own, ``method``
+    among them), into the module ``tree``'s functions and into the attributes
+    of ``cls`` (the class in ``tree``)."""
     line = min([method.lineno] + [d.lineno for d in method.decorator_list])
     if not isinstance(method, ast.FunctionDef) or method.decorator_list:
         return Classification(Verdict.UNKNOWN, f"{METHOD_NAME} is decorated or async", line)

@@ -111,14 +111,16 @@ class _Module:
     """What the walk may know of the module: the class's functions and
     plain attributes, module functions, module-level names, aliases."""
 
-    def __init__(self, tree, cls, methods):
-        self.class_attrs: dict[str, ast.stmt] = {}
+    def __init__(self, tree: ast.Module, cls: ast.ClassDef, methods: dict):
+        ns = namespace(tree, cls)
+        self.methods = {**ns.methods, **methods}
+        self.owners = {**ns.owners, **{name: CLASS_NAME for name in methods}}
+        self.class_attrs: dict[str, ast.stmt] = ns.attrs
+        self.ambiguous: set[str] = ns.ambiguous - set(methods)
+        self.constants: dict = module_constants(tree)
         self.functions: dict[str, ast.FunctionDef] = {}
         self.module_names: set[str] = set()
         self.forward_context_names: set[str] = set()
-        self.aliases: set[str] = set()
-        self.derived_globals: set[str] = set()
-        self.constants: dict = {}
         # Names bound once, by ``import torch`` / ``import contextlib`` or by
         # ``from torch... import no_grad`` under their own name: what a
         # ``with`` may trust not to swallow an exception.
@@ -127,18 +129,6 @@ class _Module:
         # objects: ("member", name, owner class), ("function", name) and
         # ("constant", name, value).
         self.resolved: set = set()
-        if tree is not None and cls is not None:
-            ns = namespace(tree, cls)
-            self.methods = {**ns.methods, **methods}
-            self.owners = {**ns.owners, **{name: CLASS_NAME for name in methods}}
-            self.class_attrs = ns.attrs
-            self.ambiguous = ns.ambiguous - set(methods)
-        else:  # a method on its own (no module): its class's functions only
-            self.methods, self.ambiguous = dict(methods), set()
-            self.owners = {name: CLASS_NAME for name in methods}
-        if tree is None:
-            return
-        self.constants = module_constants(tree)
         counts: dict[str, int] = {}
         for stmt in tree.body:
             for name in _stmt_binds(stmt):
