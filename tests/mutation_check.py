@@ -561,6 +561,17 @@ FOCUS.update({name: ["tests/test_diagnose.py", "tests/test_diagnose_corpus.py",
 FOCUS.update({name: ["tests/test_ray_settings.py"] for name in MUTATIONS if name.startswith("ray-")})
 FOCUS.update({name: ["tests/test_cluster_status.py"]
               for name in MUTATIONS if name.startswith("cluster-")})
+# Mutations of the patch, the edit and the runtime that only a late file of
+# the suite catches (whole-suite runs of 20 minutes until it is reached):
+# the files that kill them.
+FOCUS.update({
+    "bytecode-check-skipped": ["tests/test_register.py"],
+    "wrapper-taken-for-ours": ["tests/test_register.py"],
+    "decode-dispatch-dropped": ["tests/test_warmup.py"],
+    "prefill-dispatch-dropped": ["tests/test_warmup.py"],
+    "rescue-note-silent": ["tests/test_warmup.py"],
+    "classifier-accepts-any-buffer-use": [*_CORE, "tests/test_generated_variants.py"],
+})
 
 
 def _apply(copy: Path, changes: list[tuple[str, str, str]]) -> str | None:

@@ -478,16 +478,18 @@ def test_a_list_inside_a_tuple_literal_is_no_constant(stock):
     assert result.verdict is Verdict.UNKNOWN, result.reason
 
 
-def test_another_name_from_forward_context_is_not_get_forward_context(stock):
-    """``is_forward_context_available``, imported beside
-    ``get_forward_context``: its call returns True in the warmup (vLLM sets
-    the context for the dummy run), so the assertion under it runs and
-    fails on SWA-only layers; read as the forward context, the test would
-    be false and the warmup `fixed`."""
-    text = build(stock, warmup=("if is_forward_context_available() is True:",
+@pytest.mark.parametrize("other", ["is_forward_context_available", "create_forward_context"])
+def test_another_name_from_forward_context_is_not_get_forward_context(stock, other):
+    """Another function of ``vllm.forward_context`` (its name sorting after
+    or before ``get_forward_context``), imported beside it: vLLM sets the
+    context for the dummy run, so ``is_forward_context_available()`` returns
+    True there and the assertion under it runs and fails on SWA-only layers;
+    neither call is known to this reading. Read as the forward context, the
+    test would be false and the warmup `fixed`."""
+    text = build(stock, warmup=(f"if {other}() is True:",
                                 "    assert self.topk_indices_buffer is not None"))
     text = variants._replace_once(
         text, "from vllm.forward_context import get_forward_context\n",
-        "from vllm.forward_context import get_forward_context, is_forward_context_available\n")
+        f"from vllm.forward_context import get_forward_context, {other}\n")
     result = classify_source(text)
     assert result.verdict is Verdict.UNKNOWN, result.reason
