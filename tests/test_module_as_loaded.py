@@ -493,3 +493,95 @@ def test_another_name_from_forward_context_is_not_get_forward_context(stock, oth
         f"from vllm.forward_context import get_forward_context, {other}\n")
     result = classify_source(text)
     assert result.verdict is Verdict.UNKNOWN, result.reason
+
+
+@pytest.mark.parametrize("source", [
+    "from vllm.distributed import get_forward_context",
+    "from vllm.forward_context_extras import get_forward_context",
+    "from vllm.attention.my_forward_context import get_forward_context",
+    "from .forward_context import get_forward_context",
+])
+def test_get_forward_context_from_anywhere_but_vllm_forward_context_is_not_vllms(stock, source):
+    """The walk knows what vLLM's ``get_forward_context`` returns in the
+    warmup (a context without attention metadata); a function of that name
+    imported from elsewhere may return anything, so the test on it is not
+    decided and the steady path, which needs the buffer, may run: never the
+    fix's `fixed`."""
+    text = variants._replace_once(build(stock),
+                                  "from vllm.forward_context import get_forward_context\n",
+                                  source + "\n")
+    result = classify_source(text)
+    assert result.verdict is Verdict.UNKNOWN, result.reason
+
+
+@pytest.mark.parametrize("handler, verdict", [
+    ("LookupError", Verdict.AFFECTED),
+    ("KeyError", Verdict.AFFECTED),
+    ("ArithmeticError", Verdict.AFFECTED),
+    ("NameError", Verdict.AFFECTED),
+    ("(TypeError, ValueError)", Verdict.AFFECTED),
+    ("AttributeError", Verdict.FIXED),
+    ("Exception", Verdict.FIXED),
+    ("(KeyError, AttributeError)", Verdict.FIXED),
+])
+def test_only_a_handler_of_attributeerror_or_a_base_of_it_catches_the_missing_buffer(
+        stock, handler, verdict):
+    """``None.zero_()`` raises AttributeError: an ``except`` of a class that
+    is not AttributeError nor one of its bases lets it through (the warmup
+    crashes: `affected`); one that names it or a base catches it."""
+    text = build(stock, warmup=("try:", "    self.topk_indices_buffer.zero_()",
+                                f"except {handler}:", "    pass"))
+    result = classify_source(text)
+    assert result.verdict is verdict, result.reason
+
+
+def test_the_exception_classes_the_walk_knows_have_pythons_bases():
+    """Checked against Python's own classes: the walk decides which handler
+    catches which exception from this table."""
+    import builtins
+
+    from dspark_attn_plugin.warmup_shape.values import _EXC_BASES
+
+    assert "AttributeError" in _EXC_BASES
+    for name, base in _EXC_BASES.items():
+        assert getattr(builtins, name).__bases__ == (getattr(builtins, base),), name
+
+
+@pytest.mark.parametrize("wrap", ["if True:", "try:", "def _make():"])
+def test_the_class_nested_in_a_module_statement_is_unknown_not_absent(stock, wrap):
+    """`absent` (no such class: nothing to judge) reads safe; a class defined
+    under an ``if``, a ``try`` or in a function is there but is not what the
+    walk can read."""
+    at = stock.index(ANCHOR)
+    tail = "".join("    " + l if l.strip() else l for l in stock[at:].splitlines(True))
+    handler = "except Exception:\n    pass\n" if wrap == "try:" else ""
+    text = stock[:at] + wrap + "\n" + tail + handler
+    compile(text, "flashmla.py", "exec")
+    result = classify_source(text)
+    assert result.verdict is Verdict.UNKNOWN, result.reason
+    assert "not defined at module level" in result.reason
+
+
+def test_a_keyword_only_parameter_of_forward_mqa_is_read_as_given(stock):
+    """vLLM's fixed method with ``output`` keyword-only reads as the fixed
+    method it is (the parameter has a value, as a caller must pass it)."""
+    for fixed, verdict in ((True, Verdict.FIXED), (False, Verdict.AFFECTED)):
+        text = variants._replace_once(
+            build(stock, fixed=fixed),
+            "        positions: torch.Tensor,\n        output: torch.Tensor,\n    ) -> None:\n",
+            "        positions: torch.Tensor,\n        *,\n        output: torch.Tensor,\n    ) -> None:\n")
+        result = classify_source(text)
+        assert result.verdict is verdict, result.reason
+
+
+def test_a_certain_crash_at_one_ratio_is_affected_whatever_the_other_ratio_does(stock):
+    """At ``compress_ratio`` 0 the warmup hands the buffer to outside code
+    (a doubt); at 1 it calls a method of it, None on a layer without one (a
+    crash): an SWA-only layer of ratio 1 crashes, so `affected`."""
+    text = build(stock, warmup=("if self.compress_ratio == 0:",
+                                "    print(self.topk_indices_buffer)",
+                                "else:",
+                                "    self.topk_indices_buffer.zero_()"))
+    result = classify_source(text)
+    assert result.verdict is Verdict.AFFECTED, result.reason
+    assert "compress_ratio 1" in result.reason

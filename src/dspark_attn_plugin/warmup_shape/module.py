@@ -141,7 +141,11 @@ class _Module:
                 self.functions[stmt.name] = stmt
             self.context_imports |= {
                 name for name in _context_imports(stmt) if counts.get(name) == 1}
-            if isinstance(stmt, ast.ImportFrom) and (stmt.module or "").endswith("forward_context"):
+            # vLLM's own function only: one of that name from anywhere else
+            # may return anything.
+            if isinstance(stmt, ast.ImportFrom) and (stmt.level, stmt.module) == (
+                0, "vllm.forward_context"
+            ):
                 for alias in stmt.names:
                     if alias.name == "get_forward_context" and counts.get(
                         alias.asname or alias.name
