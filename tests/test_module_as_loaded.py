@@ -585,3 +585,38 @@ def test_a_certain_crash_at_one_ratio_is_affected_whatever_the_other_ratio_does(
     result = classify_source(text)
     assert result.verdict is Verdict.AFFECTED, result.reason
     assert "compress_ratio 1" in result.reason
+
+
+@pytest.mark.parametrize("warmup, verdict", [
+    # 1 == True, but `1 is True` is false: joined, they are neither (read
+    # as 1, this warmup was `fixed`, and it crashes where q.dim() is 0).
+    (("flag = 1 if q.dim() else True", "if flag is True:",
+      "    assert self.topk_indices_buffer is not None"), Verdict.UNKNOWN),
+    (("flag = 0 if q.dim() else False", "if flag is False:",
+      "    assert self.topk_indices_buffer is not None"), Verdict.UNKNOWN),
+    (("flag = (1,) if q.dim() else (True,)", "if flag[0] is True:",
+      "    assert self.topk_indices_buffer is not None"), Verdict.UNKNOWN),
+    (("flag = 0.0 if q.dim() else -0.0", "if f'{flag}' == '-0.0':",
+      "    assert self.topk_indices_buffer is not None"), Verdict.UNKNOWN),
+    # Equal constants built twice are one value (the SWA-only ratios).
+    (("ratios = (0, 1) if q.dim() else (0, 1)", "if self.compress_ratio not in ratios:",
+      "    assert self.topk_indices_buffer is not None"), Verdict.FIXED),
+    # Bound on one path only: reading it may raise UnboundLocalError.
+    (("if q.dim():", "    seen = 1", "seen"), Verdict.UNKNOWN),
+])
+def test_values_joined_after_an_undecided_test_are_what_python_would_have(stock, warmup, verdict):
+    """Where one path binds one constant and the other path another, the
+    walk keeps one value only if Python could not tell them apart."""
+    result = classify_source(build(stock, warmup=warmup))
+    assert result.verdict is verdict, result.reason
+
+
+@pytest.mark.parametrize("iterated, says", [
+    ("self.topk_indices_buffer", "iterates over None"),
+    ("self.compress_ratio", "iterates over a constant of type int"),
+])
+def test_iterating_what_does_not_iterate_is_named_in_the_reason(stock, iterated, says):
+    """The reason is what the WARNING and `status` print."""
+    result = classify_source(build(stock, warmup=(f"for _ in {iterated}:", "    pass")))
+    assert result.verdict is Verdict.AFFECTED, result.reason
+    assert says in result.reason, result.reason

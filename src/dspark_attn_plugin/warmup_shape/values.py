@@ -12,7 +12,23 @@ CONST, LAYER, CLS, FUNC, OPAQUE, UNBOUND, MAYBE_UNBOUND, FWD_CONTEXT = (
 )
 
 
-@dataclass(frozen=True)
+def _key(data) -> tuple:
+    """``data`` as a value to compare: Python's ``==`` with the types kept all
+    the way down, for ``1 == True`` (and ``0.0 == -0.0``) yet ``1 is True``
+    is false: constants that compare equal but differ that way are two
+    values, not one."""
+    if isinstance(data, tuple):
+        return (tuple, tuple(_key(d) for d in data))
+    if isinstance(data, frozenset):
+        return (frozenset, frozenset(_key(d) for d in data))
+    if isinstance(data, slice):
+        return (slice, _key(data.start), _key(data.stop), _key(data.step))
+    if isinstance(data, float):
+        return (float, repr(data))
+    return (type(data), data)
+
+
+@dataclass(frozen=True, eq=False)
 class _Val:
     kind: str
     data: object = None
@@ -20,6 +36,15 @@ class _Val:
 
     def mark(self, derived: bool) -> "_Val":
         return self if not derived or self.derived else _Val(self.kind, self.data, True)
+
+    def _compared(self) -> tuple:
+        return (self.kind, _key(self.data), self.derived)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _Val) and self._compared() == other._compared()
+
+    def __hash__(self) -> int:
+        return hash(self._compared())
 
 
 _LAYER = _Val(LAYER)
@@ -40,7 +65,7 @@ def _join(a: _Val, b: _Val) -> _Val:
     derived = a.derived or b.derived
     if UNBOUND in (a.kind, b.kind) or MAYBE_UNBOUND in (a.kind, b.kind):
         return _Val(MAYBE_UNBOUND, derived=derived)
-    if a.kind == CONST and b.kind == CONST and type(a.data) is type(b.data) and a.data == b.data:
+    if a.kind == CONST and b.kind == CONST and _key(a.data) == _key(b.data):
         return _const(a.data, derived)
     if a.kind in (CONST, OPAQUE) and b.kind in (CONST, OPAQUE):
         return _Val(OPAQUE, derived=derived)
