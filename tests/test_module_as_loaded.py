@@ -620,3 +620,12 @@ def test_iterating_what_does_not_iterate_is_named_in_the_reason(stock, iterated,
     result = classify_source(build(stock, warmup=(f"for _ in {iterated}:", "    pass")))
     assert result.verdict is Verdict.AFFECTED, result.reason
     assert says in result.reason, result.reason
+
+
+@pytest.mark.parametrize("handler", ["ZeroDivisionError", "ArithmeticError", "Exception"])
+def test_an_error_computed_on_constants_is_taken_by_its_own_handler(stock, handler):
+    """``1 // 0`` raises ZeroDivisionError; a handler of that class or a
+    base of it takes it and the warmup goes on to the fix."""
+    text = build(stock, warmup=("try:", "    1 // 0", f"except {handler}:", "    pass"))
+    result = classify_source(text)
+    assert result.verdict is Verdict.FIXED, result.reason
