@@ -598,6 +598,11 @@ def test_a_certain_crash_at_one_ratio_is_affected_whatever_the_other_ratio_does(
       "    assert self.topk_indices_buffer is not None"), Verdict.UNKNOWN),
     (("flag = 0.0 if q.dim() else -0.0", "if f'{flag}' == '-0.0':",
       "    assert self.topk_indices_buffer is not None"), Verdict.UNKNOWN),
+    # The class (whose walk value carries no data) is not the constant None.
+    (("k = None if q.dim() else DeepseekV4FlashMLAAttention", "if k is not None:",
+      "    assert self.topk_indices_buffer is not None"), Verdict.UNKNOWN),
+    (("k = type(self) if q.dim() else None", "if k is not None:",
+      "    assert self.topk_indices_buffer is not None"), Verdict.UNKNOWN),
     # Equal constants built twice are one value (the SWA-only ratios).
     (("ratios = (0, 1) if q.dim() else (0, 1)", "if self.compress_ratio not in ratios:",
       "    assert self.topk_indices_buffer is not None"), Verdict.FIXED),
