@@ -484,7 +484,8 @@ def select_tests(mapping: dict, module: str, changed: list[int]) -> tuple[list[s
     """The tests that executed ``changed`` (line numbers of the current
     source, put in the map's numbering); where none did, or a line is new
     since the map, those that executed any line of the enclosing function
-    or class (the module, at module level). A line that runs at import
+    or class (the module, at module level; every test of the module for a
+    function or class new since the map). A line that runs at import
     (``_import_time_scope``) also takes the tests of what sees it: the
     map credits an import to whichever test imported the module first; at
     module level, those of every module that imports it (``_importers``)."""
@@ -500,10 +501,15 @@ def select_tests(mapping: dict, module: str, changed: list[int]) -> tuple[list[s
     keys = {k for line in changed for k in per_line.get(str(into.get(line)), ())}
     how = "lines"
     if not keys or any(line not in into for line in changed):
-        for line in changed:
-            scope = _enclosing(module, line)
-            keys |= tests_within(*(scope if scope else (1, 10**9)))
         how = "scope"
+        for line in changed:
+            lo, hi = _enclosing(module, line) or (1, 10**9)
+            found = tests_within(lo, hi)
+            if not found and not any(lo <= cur <= hi for cur in into):
+                # A function or class new since the map: no test of the map
+                # could run it; every test of the module may.
+                found, how = tests_within(1, 10**9), "module"
+            keys |= found
     spans = [s for s in (_import_time_scope(module, line) for line in changed) if s]
     if spans:
         for span in spans:

@@ -75,6 +75,21 @@ def test_a_mutant_runs_the_tests_of_its_lines_else_of_its_function(pristine_m):
     assert ms._test_files(mapping, "m.py") == ["u.py", "t.py"]  # the fastest file first
 
 
+def test_a_mutant_of_a_function_new_since_the_map_runs_every_test_of_its_module(pristine_m):
+    """No test of the map ran a function written after it was made; its
+    mutants run every test that executes the module rather than none."""
+    old = SOURCE.replace("    def g(self) -> bool:\n        return self.y is None\n", "")
+    mapping = {
+        "sources": {"m.py": old},
+        "tests": {"k1": {"nodeid": "t.py::slow", "seconds": 2.0},
+                  "k2": {"nodeid": "t.py::fast", "seconds": 0.1},
+                  "k3": {"nodeid": "u.py::other", "seconds": 0.5}},
+        "lines": {"m.py": {"5": ["k1", "k2"], "6": ["k1"], "10": ["k3"]}},
+    }
+    assert ms.select_tests(mapping, "m.py", [13]) == (
+        ["t.py::fast", "u.py::other", "t.py::slow"], "module")
+
+
 def test_a_mutant_of_a_line_run_at_import_runs_every_test_that_sees_it(pristine_m):
     """The map credits a module's import to the test that imported it first
     (one that starts the CLI in a child process, say); a constant, a class
