@@ -634,3 +634,14 @@ def test_an_error_computed_on_constants_is_taken_by_its_own_handler(stock, handl
     text = build(stock, warmup=("try:", "    1 // 0", f"except {handler}:", "    pass"))
     result = classify_source(text)
     assert result.verdict is Verdict.FIXED, result.reason
+
+
+@pytest.mark.parametrize("warmup", [
+    # The class is true, as every class is.
+    ("if not type(self):", "    assert self.topk_indices_buffer is not None"),
+    # One method on both paths is that method: called, it is followed.
+    ("f = self._prepare if q.dim() else self._prepare", "f()"),
+])
+def test_what_the_walk_knows_stays_known(stock, warmup):
+    result = classify_source(build(stock, warmup=warmup))
+    assert result.verdict is Verdict.FIXED, result.reason
