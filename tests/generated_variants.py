@@ -156,6 +156,11 @@ def statements(draw, depth=0):
 # star unpacking, getattr with a default, f-string format specs, `with` that
 # may swallow, and `finally` that discards. ``{test}`` is a generated test.
 _LATER_STATEMENTS = [
+    # Constants that compare equal but that `is` tells apart, joined by an
+    # undecided test: one value only if Python could not tell them apart.
+    "x = self.topk_indices_buffer.shape if (1 if {test} else True) is True else 0",
+    "x = self.topk_indices_buffer.shape if (0 if {test} else False) is False else 0",
+    "x = self.topk_indices_buffer.shape if ((1,) if {test} else (True,))[0] is True else 0",
     "x = [e for e in (self.topk_indices_buffer,) if e is not None]",
     "x = [e.shape for e in (self.topk_indices_buffer,)]",
     "x = [e.shape for e in (self.topk_indices_buffer,) if {test}]",
