@@ -10,10 +10,11 @@ R1 *The run.* ``forward_mqa`` is interpreted from its first statement as the
    is None (``get_forward_context`` imported from ``vllm.forward_context``;
    one of that name from elsewhere is opaque), ``self.compress_ratio`` is 0
    (one walk) or 1 (a second walk), and ``self.topk_indices_buffer`` is
-   None. Values are known constants, the layer, its class, functions of
-   this module (the class's methods and properties, module functions,
-   nested defs, lambdas, all followed when called), or *opaque* (anything else: imports, other attributes, results
-   of outside code). Every value carries a mark, *derived*: the buffer is
+   None. Values are known constants, the layer, its class, functions of this
+   module (the class's methods and properties, module functions, nested
+   defs, lambdas, all followed when called), or *opaque* (anything else:
+   imports, other attributes, results of outside code). Every value carries
+   a mark, *derived*: the buffer is
    derived, so is whatever is computed from a derived value, whatever code
    chosen by a decided test on a derived value stores or returns (and the
    rest of the function, when the arm not taken could have left it; what a
