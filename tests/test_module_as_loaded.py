@@ -642,6 +642,7 @@ def test_an_error_computed_on_constants_is_taken_by_its_own_handler(stock, handl
     # One method on both paths is that method: called, it is followed.
     ("f = self._prepare if q.dim() else self._prepare", "f()"),
 ])
-def test_what_the_walk_knows_stays_known(stock, warmup):
+def test_the_class_is_true_and_one_method_on_both_paths_is_that_method(stock, warmup):
+    """Neither warmup touches the buffer as Python runs it: `fixed`."""
     result = classify_source(build(stock, warmup=warmup))
     assert result.verdict is Verdict.FIXED, result.reason
