@@ -263,6 +263,26 @@ _STEADY_ANCHOR = "        assert isinstance(attn_metadata, dict)\n"
 _STRICT = "def _strict(self, *args):\n    return self.topk_indices_buffer.shape[-1]\n\n\n"
 
 
+FOREIGN_FORWARD_CONTEXT = "vllm.dspark_fuzz_forward_context"
+
+
+def _foreign_forward_context():
+    """A module of vLLM's package (in ``sys.modules`` only) whose
+    ``get_forward_context`` reads the buffer of the layer that calls it,
+    then returns vLLM's context."""
+    import types
+
+    def get_forward_context():
+        from vllm.forward_context import get_forward_context as vllm_get_forward_context
+
+        _ = sys._getframe(1).f_locals["self"].topk_indices_buffer.shape
+        return vllm_get_forward_context()
+
+    module = types.ModuleType(FOREIGN_FORWARD_CONTEXT)
+    module.get_forward_context = get_forward_context
+    sys.modules.setdefault(FOREIGN_FORWARD_CONTEXT, module)
+
+
 @dataclass(frozen=True)
 class ModuleShape:
     top: str = ""  # module text before the class
@@ -272,6 +292,7 @@ class ModuleShape:
     bases: str = ""  # extra bases, before the class's own
     plain: bool = False
     ratio_test: str | None = None  # replaces `self.compress_ratio <= 1` in swa_only
+    fc_import: str | None = None  # replaces the module's import of get_forward_context
 
 
 MODULE_SHAPES = {
@@ -327,6 +348,11 @@ MODULE_SHAPES = {
     "tuple-of-list-filled": ModuleShape(
         top="_SPARSE = tuple([[]])\n\n\ndef _mark(layer):\n    _SPARSE[0].append(layer.compress_ratio)\n\n\n",
         warmup=("_mark(self)",), ratio_test="self.compress_ratio not in _SPARSE[0]"),
+    # ``get_forward_context`` from a module of vLLM's package other than
+    # ``vllm.forward_context`` (a fork's own, named as vLLM's ends): it reads
+    # the calling layer's buffer (``_foreign_forward_context`` below).
+    "foreign-forward-context": ModuleShape(
+        fc_import=f"from {FOREIGN_FORWARD_CONTEXT} import get_forward_context\n"),
 }
 
 
@@ -358,6 +384,9 @@ class Variant:
         shape = MODULE_SHAPES[self.module] if self.module else ModuleShape()
         block = "".join(" " * 12 + line + "\n" for line in [*prelude, *self.block])
         text = variants._replace_once(text, old, block if self.mode == "replace" else block + old)
+        if shape.fc_import:
+            text = variants._replace_once(
+                text, "from vllm.forward_context import get_forward_context\n", shape.fc_import)
         if shape.ratio_test:
             text = variants._replace_once(text, " " * 12 + "swa_only = self.compress_ratio <= 1\n",
                                           " " * 12 + f"swa_only = {shape.ratio_test}\n")
@@ -398,6 +427,7 @@ _counter = itertools.count()
 def load(source: str, folder: Path):
     """``source`` executed as a module from a file of its own."""
     n = next(_counter)
+    _foreign_forward_context()
     path = folder / f"flashmla_gen_{n}.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location(f"flashmla_gen_{n}", path)

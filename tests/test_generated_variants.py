@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from hypothesis import HealthCheck, given, settings
 
 from dspark_attn_plugin import synthetic
@@ -28,3 +30,22 @@ def test_generated_variant_is_read_right_or_unknown(variant, flashmla, cpu_works
     source = flashmla.__loader__.get_source(flashmla.__name__)
     obs = gen.observe(variant, source, tmp_path, synthetic)
     assert gen.problems(obs) == [], variant.source(source)
+
+
+@pytest.mark.parametrize("base", ["0.27.1", "0.28.0-shape"])
+@pytest.mark.parametrize("module", sorted(gen.MODULE_SHAPES))
+def test_every_module_shape_around_each_base_branch_is_read_right_or_unknown(
+        module, base, flashmla, cpu_workspace, tmp_path):
+    source = flashmla.__loader__.get_source(flashmla.__name__)
+    variant = gen.Variant(base, "prefix", (), False, (), module)
+    obs = gen.observe(variant, source, tmp_path, synthetic)
+    assert gen.problems(obs) == [], variant.source(source)
+
+
+def test_get_forward_context_from_a_fork_module_around_the_fixed_branch_crashes_and_reads_unknown(
+        flashmla, cpu_workspace, tmp_path):
+    source = flashmla.__loader__.get_source(flashmla.__name__)
+    variant = gen.Variant("0.28.0-shape", "prefix", (), False, (), "foreign-forward-context")
+    obs = gen.observe(variant, source, tmp_path, synthetic)
+    assert obs.lacks_buffer(obs.runs) == ["swa0", "swa1"]
+    assert (obs.verdict, obs.status_verdict, obs.runtime_patched) == ("unknown", "unknown", False)
