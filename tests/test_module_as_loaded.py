@@ -596,7 +596,9 @@ def test_a_certain_crash_at_one_ratio_is_affected_whatever_the_other_ratio_does(
       "    assert self.topk_indices_buffer is not None"), Verdict.UNKNOWN),
     (("flag = (1,) if q.dim() else (True,)", "if flag[0] is True:",
       "    assert self.topk_indices_buffer is not None"), Verdict.UNKNOWN),
-    (("flag = 0.0 if q.dim() else -0.0", "if f'{flag}' == '-0.0':",
+    # (str() of a constant is computed; an f-string's is not, so it reads
+    # unknown whatever the join does.)
+    (("flag = 0.0 if q.dim() else -0.0", "if str(flag) == '-0.0':",
       "    assert self.topk_indices_buffer is not None"), Verdict.UNKNOWN),
     # The class (whose walk value carries no data) is not the constant None.
     (("k = None if q.dim() else DeepseekV4FlashMLAAttention", "if k is not None:",
@@ -608,6 +610,10 @@ def test_a_certain_crash_at_one_ratio_is_affected_whatever_the_other_ratio_does(
       "    assert self.topk_indices_buffer is not None"), Verdict.FIXED),
     # Bound on one path only: reading it may raise UnboundLocalError.
     (("if q.dim():", "    seen = 1", "seen"), Verdict.UNKNOWN),
+    # A constant that a test on the buffer chose, joined with the same
+    # constant bound on the other path, is still that constant (0: false).
+    (("flag = 0 if self.topk_indices_buffer is None else 0", "if q.dim():", "    flag = 0",
+      "if flag:", "    pass"), Verdict.FIXED),
 ])
 def test_values_joined_after_an_undecided_test_are_what_python_would_have(stock, warmup, verdict):
     """Where one path binds one constant and the other path another, the
@@ -625,6 +631,43 @@ def test_iterating_what_does_not_iterate_is_named_in_the_reason(stock, iterated,
     result = classify_source(build(stock, warmup=(f"for _ in {iterated}:", "    pass")))
     assert result.verdict is Verdict.AFFECTED, result.reason
     assert says in result.reason, result.reason
+
+
+@pytest.mark.parametrize("iterated", ["DeepseekV4FlashMLAAttention", "type(self)"])
+def test_iterating_the_layer_class_is_not_read_as_the_missing_buffer(stock, iterated):
+    """Iterating the class raises TypeError on every layer, with the buffer
+    or without: not vLLM #50615's crash, nothing the fix would cure."""
+    result = classify_source(build(stock, warmup=(f"for _ in {iterated}:", "    pass")))
+    assert result.verdict is Verdict.UNKNOWN, result.reason
+    assert "iterates over None" not in result.reason
+
+
+def test_where_the_swa_only_ratios_crash_at_two_lines_the_reason_names_ratio_0s(stock):
+    """At ``compress_ratio`` 1 the warmup first calls a method of the
+    buffer; at 0 it reaches the assertion. The reason, and the line the edit
+    is planned on, are those of ratio 0, the first walked."""
+    text = build(stock, fixed=False, warmup=("if self.compress_ratio == 1:",
+                                             "    self.topk_indices_buffer.zero_()",
+                                             "assert self.topk_indices_buffer is not None"))
+    result = classify_source(text)
+    line = text.splitlines().index(" " * 12 + "assert self.topk_indices_buffer is not None") + 1
+    assert result.verdict is Verdict.AFFECTED, result.reason
+    assert (result.crash_line, result.reason) == (
+        line, f"line {line} fails an assertion on SWA-only layers without "
+              "topk_indices_buffer (compress_ratio 0)")
+
+
+def test_where_the_swa_only_ratios_are_in_doubt_at_two_lines_the_reason_names_ratio_0s(stock):
+    """At ``compress_ratio`` 1 the warmup first hands the buffer to outside
+    code; at 0 it does so a line later. The reason names ratio 0's."""
+    text = build(stock, warmup=("if self.compress_ratio == 1:",
+                                "    print(self.topk_indices_buffer)",
+                                "print(self.topk_indices_buffer, 0)"))
+    result = classify_source(text)
+    line = text.splitlines().index(" " * 12 + "print(self.topk_indices_buffer, 0)") + 1
+    assert result.verdict is Verdict.UNKNOWN, result.reason
+    assert result.reason.startswith(f"line {line} "), result.reason
+    assert "(compress_ratio 0)" in result.reason, result.reason
 
 
 @pytest.mark.parametrize("handler", ["ZeroDivisionError", "ArithmeticError", "Exception"])

@@ -139,6 +139,11 @@ def test_no_class_is_absent():
     assert classify_source("class Other:\n    pass\n").verdict is Verdict.ABSENT
 
 
+@pytest.mark.parametrize("name", ["Attention", "DeepseekV4FlashMLAAttentionBase"])
+def test_other_classes_are_not_the_layer_class_whatever_their_names_sort_as(name):
+    assert classify_source(f"class {name}:\n    pass\n").verdict is Verdict.ABSENT
+
+
 def test_unparsable_source_is_unknown():
     assert classify_source("class (:\n").verdict is Verdict.UNKNOWN
 
