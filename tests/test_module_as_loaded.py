@@ -57,6 +57,12 @@ def test_the_controls_read_as_their_base(stock):
 # of the buffer (or whose class is not what the walk reads): never safe, and
 # the reason names the rule that refuses it (what the WARNING and `status`
 # tell the operator).
+def _chain(prefix: str, n: int) -> str:
+    """``n`` classes of the module, each the base of the one before."""
+    return f"class {prefix}{n - 1}:\n    pass\n\n\n" + "".join(
+        f"class {prefix}{i}({prefix}{i + 1}):\n    pass\n\n\n" for i in reversed(range(n - 1)))
+
+
 NOT_SAFE = {
     # M1: module statements
     "alias-of-the-class": (dict(
@@ -150,6 +156,22 @@ NOT_SAFE = {
     "generator-function-called": (dict(
         top="def _gen(layer):\n    yield layer.topk_indices_buffer.shape\n\n\n",
         warmup=("x = list(_gen(self))",)), "a generator function"),
+    # Survivors of the mutation tool over as_loaded.py (2026-12-05).
+    "union-with-module-code": (dict(
+        top="def _make():\n    return None\n\n\n_T = torch.Tensor | _make()\n\n\n"),
+        "_T is assigned a value that is not a constant"),
+    "import-outside-the-allow-list-after-a-string-statement": (dict(
+        top='"""A fork\'s note."""\n\nimport sys\n\n\n'), "imports sys"),
+    "setattr-with-unpacked-arguments": (dict(
+        body="    def _setup(self, pair):\n        setattr(*pair)\n\n"),
+        "setattr with a computed name"),
+    "two-decorators-on-a-member": (dict(
+        body="    @classmethod\n    @property\n    def _kind(cls):\n        return 0\n\n"),
+        "has more than one decorator"),
+    "member-under-an-attribute-decorator": (dict(
+        top="import functools\n\n\n", body="    @functools.cache\n    def _ready(self):\n        return 0\n\n"),
+        "_ready has a decorator the walk cannot see"),
+    "bases-forty-deep": (dict(top=_chain("_N", 40), bases="_N0, "), "bases nest too deep"),
 }
 
 
@@ -199,6 +221,10 @@ PLAIN = {
     "relative-import": dict(top="from . import ops  # noqa: F401\n\n\n"),
     "constant-after-a-computed-value": dict(top="from torch import device\n\n_CPU = device('cpu')\n_SWA = (0, 1)\n\n\n",
                                             swa_test="self.compress_ratio in _SWA"),
+    "union-of-imported-names": dict(top="_T = torch.Tensor | None\n\n\n"),
+    "bases-twenty-deep": dict(top=_chain("_M", 20), bases="_M0, "),
+    # Annotations without a value declare what __init__ sets: no member.
+    "annotation-only-attributes": dict(body="    window_size: int\n    max_num_batched_tokens: int\n\n"),
 }
 
 
