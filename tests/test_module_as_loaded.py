@@ -172,6 +172,20 @@ NOT_SAFE = {
         top="import functools\n\n\n", body="    @functools.cache\n    def _ready(self):\n        return 0\n\n"),
         "_ready has a decorator the walk cannot see"),
     "bases-forty-deep": (dict(top=_chain("_N", 40), bases="_N0, "), "bases nest too deep"),
+    "setattr-without-arguments": (dict(body="    def _setup(self):\n        setattr()\n\n"),
+                                  "setattr with a computed name"),
+    # A method's return value stored by other code: the buffer itself, or a
+    # value a test on the buffer chose (R1, through the method's return).
+    "method-returns-the-buffer-into-an-attribute": (dict(
+        body="    def _get(self):\n        return self.topk_indices_buffer\n\n"
+             "    def _setup(self):\n        self._alias = self._get()\n\n",
+        warmup=("x = self._alias.shape",)),
+        "reads .shape of a value derived from topk_indices_buffer"),
+    "method-returns-a-buffer-test-into-an-attribute": (dict(
+        body="    def _get(self):\n        return 0 if self.topk_indices_buffer is None else 1\n\n"
+             "    def _setup(self):\n        self._flag = self._get()\n\n",
+        warmup=("assert self._flag == 1",)),
+        "hands a value derived from topk_indices_buffer to a comparison"),
 }
 
 
