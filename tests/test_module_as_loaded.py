@@ -186,6 +186,18 @@ NOT_SAFE = {
              "    def _setup(self):\n        self._flag = self._get()\n\n",
         warmup=("assert self._flag == 1",)),
         "hands a value derived from topk_indices_buffer to a comparison"),
+    # What other code stores as the buffer with setattr is the buffer.
+    "setattr-stores-a-parameter-as-the-buffer": (dict(
+        body="    def _setup(self, buf):\n        setattr(self, 'topk_indices_buffer', buf)\n"
+             "        self._b = buf\n\n",
+        warmup=("x = self._b.shape",)),
+        "reads .shape of a value derived from topk_indices_buffer"),
+    "subscript-of-module-code": (dict(
+        top="def _make():\n    return (0,)\n\n\n_T = _make()[0]\n\n\n"),
+        "_T is assigned a value that is not a constant"),
+    "module-function-under-a-module-decorator": (dict(
+        top="def _deco(f):\n    return f\n\n\n@_deco\ndef _helper(layer):\n    return 0\n\n\n"),
+        "_helper has a decorator the walk cannot see"),
 }
 
 
@@ -239,6 +251,14 @@ PLAIN = {
     "bases-twenty-deep": dict(top=_chain("_M", 20), bases="_M0, "),
     # Annotations without a value declare what __init__ sets: no member.
     "annotation-only-attributes": dict(body="    window_size: int\n    max_num_batched_tokens: int\n\n"),
+    "getattr-with-a-computed-name-elsewhere": dict(
+        body="    def _read(self, name):\n        return getattr(self, name)\n\n"),
+    # A try whose body calls module code that never touches the buffer: its
+    # handler's store is not chosen by the buffer.
+    "try-around-module-code-that-does-not-touch-the-buffer": dict(
+        body="    def _setup(self):\n        try:\n            self._prepare()\n"
+             "        except Exception:\n            self._flag = 1\n\n",
+        warmup=("assert self._flag == 1",)),
 }
 
 
