@@ -198,6 +198,38 @@ NOT_SAFE = {
     "module-function-under-a-module-decorator": (dict(
         top="def _deco(f):\n    return f\n\n\n@_deco\ndef _helper(layer):\n    return 0\n\n\n"),
         "_helper has a decorator the walk cannot see"),
+    "module-level-lambda": (dict(
+        top="_F = lambda layer: layer.topk_indices_buffer.shape\n\n\n", warmup=("_F(self)",)),
+        "_F is assigned a value that is not a constant"),
+    # A lambda called where it is written: its first parameter is the first
+    # argument (here the buffer, appended to a list the warmup reads).
+    "lambda-called-at-once-stores-its-first-argument": (dict(
+        body="    def _setup(self):\n        self._store = []\n"
+             "        (lambda a, b: self._store.append(a))(self.topk_indices_buffer, 0)\n\n",
+        warmup=("x = self._store[0].shape",)),
+        "subscripts a value derived from topk_indices_buffer"),
+    # Held-out mutations of as_loaded.py and aliases.py that passed every
+    # test (benchmarks/results/mutation-score/heldout-2026-12-05e-as_loaded-aliases.json).
+    "walrus-in-a-default-rebinds-a-module-name": (dict(
+        after="def _helper(x=(round_up := lambda a, b: a // 0)):\n    return x\n"),
+        "a default argument of _helper runs code"),
+    "the-buffer-stored-into-a-dict-reached-through-next": (dict(
+        body="    def _setup(self):\n        self._h = {}\n        h = next(iter([self._h]))\n"
+             "        h['k'] = self.topk_indices_buffer\n\n",
+        warmup=("x = self._h['k'].shape",)),
+        "subscripts a value derived from topk_indices_buffer"),
+    "the-buffer-stored-by-a-list-target": (dict(
+        body="    def _setup(self):\n        [self._topk, self._x] = self.topk_indices_buffer, 0\n\n",
+        warmup=("x = self._topk.shape",)),
+        "reads .shape of a value derived from topk_indices_buffer"),
+    "the-buffer-bound-by-a-walrus-then-stored": (dict(
+        body="    def _setup(self):\n        _ = (y := self.topk_indices_buffer)\n        self._topk = y\n\n",
+        warmup=("x = self._topk.shape",)),
+        "reads .shape of a value derived from topk_indices_buffer"),
+    "the-buffer-read-by-getattr-then-stored": (dict(
+        body="    def _setup(self):\n        self._topk = getattr(self, 'topk_indices_buffer')\n\n",
+        warmup=("x = self._topk.shape",)),
+        "reads .shape of a value derived from topk_indices_buffer"),
 }
 
 
@@ -259,6 +291,9 @@ PLAIN = {
         body="    def _setup(self):\n        try:\n            self._prepare()\n"
              "        except Exception:\n            self._flag = 1\n\n",
         warmup=("assert self._flag == 1",)),
+    "mixin-with-a-property": dict(
+        top="class _Mixin:\n    @property\n    def _ready(self):\n        return self.compress_ratio <= 1\n\n\n",
+        bases="_Mixin, ", warmup=("x = self._ready",)),
 }
 
 
