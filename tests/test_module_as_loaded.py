@@ -230,6 +230,11 @@ NOT_SAFE = {
         body="    def _setup(self):\n        self._topk = getattr(self, 'topk_indices_buffer')\n\n",
         warmup=("x = self._topk.shape",)),
         "reads .shape of a value derived from topk_indices_buffer"),
+    # Annotated, a module constant is bound as any other: bound again after
+    # the class (to no ratio), it is what the warmup reads.
+    "annotated-constant-bound-again": (dict(
+        top="_SWA: tuple = (0, 1)\n\n\n", after="_SWA: tuple = ()\n",
+        swa_test="self.compress_ratio in _SWA"), "the module binds _SWA again"),
 }
 
 
