@@ -235,6 +235,9 @@ NOT_SAFE = {
     "annotated-constant-bound-again": (dict(
         top="_SWA: tuple = (0, 1)\n\n\n", after="_SWA: tuple = ()\n",
         swa_test="self.compress_ratio in _SWA"), "the module binds _SWA again"),
+    # A chained assignment in the class body rebinds a method unseen.
+    "chained-assignment-in-the-class-body": (dict(body="    _unused = _prepare = None\n\n"),
+                                             "assigns something other than one name"),
 }
 
 
