@@ -238,6 +238,30 @@ NOT_SAFE = {
     # A chained assignment in the class body rebinds a method unseen.
     "chained-assignment-in-the-class-body": (dict(body="    _unused = _prepare = None\n\n"),
                                              "assigns something other than one name"),
+    # A module function run at import makes the value: not a constant,
+    # whatever it returns.
+    "module-constant-made-by-a-module-function": (dict(
+        top="def _make(*ratios):\n    return ratios\n\n\n_SWA = _make(0, 1)\n\n\n",
+        swa_test="self.compress_ratio in _SWA"), "is assigned a value that is not a constant"),
+    # Statements of the class body that bind names the walk does not follow.
+    "loop-in-the-class-body": (dict(body="    for _r in (0, 1):\n        pass\n\n"),
+                               "body holds a For statement"),
+    "augmented-assignment-in-the-class-body": (dict(body="    _n = 0\n    _n += 1\n\n"),
+                                               "body holds a AugAssign statement"),
+    # Bases Python cannot order: the module does not import at all.
+    "bases-that-cannot-be-ordered": (dict(
+        top="class _A:\n    pass\n\n\nclass _B(_A):\n    pass\n\n\n", bases="_A, _B, "),
+        "bases cannot be ordered"),
+    # Thirty-two classes of the module deep is the most the walk orders.
+    # A module-level `if` other than TYPE_CHECKING runs its imports at import.
+    "imports-under-another-module-level-test": (dict(
+        top="_DEBUG = False\n\nif _DEBUG:\n    import einops\n\n\n"), "a module-level If statement"),
+    "bases-thirty-three-deep": (dict(top=_chain("_M", 33), bases="_M0, "), "bases nest too deep"),
+    # A decorator on a member runs at class creation (and may leave a
+    # descriptor that acts on the class), called by the warmup or not.
+    "unseen-decorator-on-a-member-the-warmup-does-not-call": (dict(
+        body="    @torch.compiler.disable\n    def _unused(self):\n        return None\n\n"),
+        "_unused has a decorator the walk cannot see"),
 }
 
 
@@ -302,6 +326,14 @@ PLAIN = {
     "mixin-with-a-property": dict(
         top="class _Mixin:\n    @property\n    def _ready(self):\n        return self.compress_ratio <= 1\n\n\n",
         bases="_Mixin, ", warmup=("x = self._ready",)),
+    # A table of constants the warmup does not read.
+    "module-constant-dict": dict(top="_TOPK_BY_RATIO = {0: 0, 1: 0}\n\n\n"),
+    "bases-thirty-two-deep": dict(top=_chain("_M", 32), bases="_M0, "),
+    "type-checking-read-off-typing": dict(
+        top="import typing\n\nif typing.TYPE_CHECKING:\n    from vllm.config import ModelConfig\n\n\n"),
+    # Code that would raise if it ran, in a method nothing calls.
+    "setattr-without-a-value-in-a-method-never-called": dict(
+        body="    def _unused(self):\n        setattr(self, '_x')\n\n"),
 }
 
 
@@ -792,3 +824,15 @@ def test_the_class_is_true_and_one_method_on_both_paths_is_that_method(stock, wa
     """Neither warmup touches the buffer as Python runs it: `fixed`."""
     result = classify_source(build(stock, warmup=warmup))
     assert result.verdict is Verdict.FIXED, result.reason
+
+
+def test_annotations_are_not_run_under_from_future_import_annotations(stock):
+    """With ``from __future__ import annotations`` Python stores annotations
+    as strings: one naming a module function runs nothing. Without it the
+    function runs when the method is defined: unknown."""
+    text = build(stock, top="def _kind():\n    return int\n\n\n",
+                 body="    def _typed(self) -> _kind():\n        return None\n\n")
+    lazy = classify_source("from __future__ import annotations\n" + text)
+    assert lazy.verdict is Verdict.FIXED, lazy.reason
+    eager = classify_source(text)
+    assert eager.verdict is Verdict.UNKNOWN and "an annotation of _typed runs code" in eager.reason

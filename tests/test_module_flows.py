@@ -103,6 +103,8 @@ CRASHING = {
                  "    topk_indices_buffer.shape\n    self._b = 1", "assert self._b is not None"),
     "an-iterator-advanced": ("self.it = iter([1])\nif topk_indices_buffer is None:\n    next(self.it)",
                              "x = next(self.it)"),
+    "an-iterator-advanced-through-a-local": ("self.it = it = iter([1])\nif topk_indices_buffer is None:\n"
+                                             "    next(it)", "x = next(self.it)"),
     "a-loop-consuming": ("self.it = iter([1])\nif topk_indices_buffer is None:\n"
                          "    for _ in self.it:\n        break", "x = next(self.it)"),
     "a-defaultdict-read": ("self.dd = defaultdict(list)\nif topk_indices_buffer is None:\n"
@@ -124,6 +126,57 @@ CRASHING = {
     # the walk: an attribute or item of what the buffer reached
     "a-derived-attribute-read": ("self._b = topk_indices_buffer", "n = self._b.shape[0]"),
     "a-derived-item-read": ("self._b = topk_indices_buffer", "n = self._b[0]"),
+    # a module-level object that takes it in under another name
+    "a-module-list-through-a-local": ("store = _CACHE\nstore.append(topk_indices_buffer)",
+                                      "assert _CACHE[-1] is not None", "", "_CACHE = []\n"),
+    "a-module-list-through-a-parameter": ("_put(_CACHE, topk_indices_buffer)",
+                                          "assert _CACHE[-1] is not None", "",
+                                          "_CACHE = []\n\n\ndef _put(store, v):\n    store.append(v)\n"),
+    "a-module-list-as-a-default": ("_put(topk_indices_buffer)", "assert _CACHE[-1] is not None", "",
+                                   "_CACHE = []\n\n\ndef _put(v, store=_CACHE):\n    store.append(v)\n"),
+    "a-module-list-in-a-loop": ("for s in (_CACHE,):\n    s.append(topk_indices_buffer)",
+                                "assert _CACHE[-1] is not None", "", "_CACHE = []\n"),
+    "a-module-list-under-a-second-name": ("_ALSO.append(topk_indices_buffer)",
+                                          "assert _CACHE[-1] is not None", "",
+                                          "_CACHE = []\n_ALSO = _CACHE\n"),
+    "a-module-list-in-a-module-tuple": ("_BOTH[0].append(topk_indices_buffer)",
+                                        "assert _CACHE[-1] is not None", "",
+                                        "_CACHE = []\n_BOTH = (_CACHE,)\n"),
+    "a-module-list-in-a-module-dict": ("_by_key['k'].append(topk_indices_buffer)",
+                                       "assert _CACHE[-1] is not None", "",
+                                       "_CACHE = []\n_by_key = {'k': _CACHE}\n"),
+    "a-module-list-held-by-an-attribute": ("self._l = _CACHE\nself._l.append(topk_indices_buffer)",
+                                           "assert _CACHE[-1] is not None", "", "_CACHE = []\n"),
+    "a-module-list-held-by-a-class": ("Holder.items.append(topk_indices_buffer)",
+                                      "assert _CACHE[-1] is not None", "",
+                                      "_CACHE = []\n\n\nclass Holder:\n    items = _CACHE\n"),
+    "an-imported-dict": ("registry['_dspark_test'] = topk_indices_buffer",
+                         "assert registry['_dspark_test'] is not None", "",
+                         "from vllm.envs import environment_variables as registry\n"),
+    # the layer's state by way of ...
+    "a-module-function-handed-the-layer": ("self._cache = []\n_keep(self, topk_indices_buffer)",
+                                           "assert self._cache[0] is not None", "",
+                                           "def _keep(layer, v):\n    layer._cache.append(v)\n"),
+    "a-module-function-handed-an-attribute": ("self._l = []\n_fill(self._l, topk_indices_buffer)",
+                                              "assert self._l[0] is not None", "",
+                                              "def _fill(store, v):\n    store.append(v)\n"),
+    "a-property-whose-instance-has-another-name": (
+        "self._held = topk_indices_buffer\nself._y = self._p", "assert self._y is not None",
+        "@property\ndef _p(layer):\n    return layer._held\n"),
+    "a-context-managers-target": (
+        "self._pool = Pool()\nwith self._pool as pool:\n    pool.items.append(topk_indices_buffer)",
+        "assert self._pool.items[0] is not None", "",
+        "class Pool:\n    def __init__(self):\n        self.items = []\n\n"
+        "    def __enter__(self):\n        return self\n\n"
+        "    def __exit__(self, *exc):\n        return False\n"),
+    "a-case-pattern-naming-it": (
+        "self._b = topk_indices_buffer\nmatch None:\n    case self._b:\n        self._ok = False\n"
+        "    case _:\n        self._ok = True", "assert self._ok"),
+    # longer than the fixpoint's 200 rounds: every attribute may hold it
+    "a-chain-of-methods-longer-than-the-fixpoint": (
+        "self._y = self._m0()", "assert self._y is not None",
+        "".join(f"def _m{i}(self):\n    return self._m{i + 1}()\n\n" for i in range(205))
+        + "def _m205(self):\n    return self.topk_indices_buffer\n"),
 }
 PLAIN = {
     "a-parameter": ("self._b = compress_ratio + 1", "assert self._b is not None"),
@@ -137,6 +190,8 @@ PLAIN = {
                                  "assert self._h.items[0] is not None", "",
                                  "class Holder:\n    def __init__(self):\n        self.items = []\n\n"
                                  "    def put(self, v):\n        self.items.append(v)\n"),
+    "a-setattr-of-another-name": ("w = 128\nsetattr(self, 'window_size_', w)\nself._w = w",
+                                  "assert self._w is not None"),
 }
 
 _counter = itertools.count()

@@ -21,7 +21,11 @@ functions', the module's):
 - *Objects*: which attributes of the layer a name may be the object of
   (``d = self._d``, ``for x in (self._l,)``, ``x = self.prop``, what a
   method returns, a parameter handed one, ``a = self.x = v``), and which
-  attributes may be one object (``self.b = self.a``). An object *takes a
+  attributes may be one object (``self.b = self.a``); the same for the
+  module's own data and what it imports by ``from ... import`` (``s =
+  _CACHE``, a default ``store=_CACHE``, ``_BOTH = (_CACHE,)``, a class's
+  ``items = _CACHE``): such a name is a carrier when any name or attribute
+  its object may be takes a value in. An object *takes a
   value in* when it is stored into (``d[k] = v``, ``d.x = v``), when a
   method of it is called with one (``d.append(v)``, also through
   ``list.append(d, v)``, ``map(d.append, ...)``, ``out=d``, an in-place
@@ -92,6 +96,10 @@ _ACTS = frozenset({
 # A fixpoint that has not settled by then (it grows sets of names; each
 # round adds one at least): every attribute may hold the buffer.
 MAX_ROUNDS = 200
+# A module-level object among the objects a name or an attribute may be:
+# ``GLOBAL + name`` (a space: never an attribute's name). When one of them
+# takes a value in, that module-level name is a carrier.
+GLOBAL = "<module> "
 
 
 def layer_aliases(tree: ast.Module) -> tuple[set[str], set[str]]:
@@ -99,7 +107,7 @@ def layer_aliases(tree: ast.Module) -> tuple[set[str], set[str]]:
     ``"*"`` for every attribute; and the module-level names whose objects may
     (a list or a class that took it in)."""
     flow = _Flow(tree)
-    aliases = flow.run()
+    aliases = {a for a in flow.run() if not a.startswith(GLOBAL)}
     return aliases, {name for scope, name in flow.carriers if scope is None}
 
 
@@ -220,6 +228,13 @@ class _Flow:
                            for target in (stmt.targets if isinstance(stmt, ast.Assign)
                                           else [stmt.target])
                            for t in _targets(target) if isinstance(t, ast.Name)}
+        # Module-level objects this module may change through another name
+        # (``store = _CACHE``, a parameter, a default, a container, an
+        # attribute): its data, and what ``from ... import`` binds (a
+        # module's object, or a module; ``import x`` binds a module).
+        self.from_imported = {(a.asname or a.name) for stmt in tree.body
+                              if isinstance(stmt, ast.ImportFrom) for a in stmt.names}
+        self.kept = self.data_names | self.from_imported
         # Attributes this module stores on an instance (anything it calls
         # through ``self.x(...)`` is then not an imported base's method).
         self.stored: set[str] = set()
@@ -279,6 +294,10 @@ class _Flow:
             if kind is self.aliases:  # the attributes that may be the same object too
                 for other in self.links.get(item, ()):
                     self._add(self.aliases, other)
+                if item.startswith(GLOBAL):  # a module-level object took it in
+                    self._add(self.carriers, (None, item[len(GLOBAL):]))
+            elif kind is self.carriers and item[0] is None and item[1] in self.kept:
+                self._add(self.aliases, GLOBAL + item[1])  # and what may be that object
 
     def link(self, attr: str, others) -> None:
         """``self.attr`` and the attributes ``others`` may be one object."""
@@ -393,6 +412,12 @@ class _Flow:
                 if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
                     for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]):
                         self.bind(t, stmt.value, False)
+                elif isinstance(stmt, ast.ClassDef):  # `items = _CACHE`: Cls.items is it
+                    for s in stmt.body:
+                        if isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None:
+                            for t in (s.targets if isinstance(s, ast.Assign) else [s.target]):
+                                if isinstance(t, ast.Name):
+                                    self.link(t.id, self.refs(s.value))
             if not self.changed:
                 return self.aliases
         return self.aliases | {"*"}
@@ -836,8 +861,10 @@ class _Flow:
                         self._add(self.aliases, view)  # self.prop.append(v): what prop returns
             elif isinstance(n, ast.Name):
                 k = self.key(n)
-                if k[0] is None and n.id not in self.data_names and n.id not in self.classes:
-                    continue  # an import or a builtin: not an object this module keeps
+                if k[0] is None and n.id not in self.data_names and n.id not in self.classes and (
+                    n.id not in self.from_imported or attr is not None
+                ):
+                    continue  # a builtin, a module (``torch.x.f(v)``): no object it keeps
                 self._add(self.carriers, k)
                 for view in self.views.get(k, ()):
                     self._add(self.aliases, view)
@@ -922,7 +949,10 @@ class _Flow:
                 found.add("*" if attr is None or attr in REGISTRY else attr)
                 found |= self.property_returns(attr)
             elif isinstance(n, ast.Name):
-                found |= self.views.get(self.key(n), set())
+                k = self.key(n)
+                found |= self.views.get(k, set())
+                if k[0] is None and n.id in self.kept:
+                    found.add(GLOBAL + n.id)
             elif isinstance(n, ast.Call):
                 found |= self.returned(n)
         found.discard(BUFFER_ATTR)
