@@ -353,6 +353,20 @@ MODULE_SHAPES = {
     # the calling layer's buffer (``_foreign_forward_context`` below).
     "foreign-forward-context": ModuleShape(
         fc_import=f"from {FOREIGN_FORWARD_CONTEXT} import get_forward_context\n"),
+    # A module-level list that takes the buffer in under another name (a
+    # default argument, a second module name), read back by the warmup;
+    # and one that takes the ratio in the same way (plain).
+    "module-list-through-a-default": ModuleShape(
+        top="_SEEN = []\n\n\ndef _keep(v, store=_SEEN):\n    store.append(v)\n\n\n",
+        warmup=("_keep(self.topk_indices_buffer)", "x = _SEEN[-1].shape")),
+    "module-list-under-a-second-name": ModuleShape(
+        top="_SEEN = []\n_ALSO = _SEEN\n\n\ndef _keep(layer):\n"
+            "    _ALSO.append(layer.topk_indices_buffer)\n\n\n",
+        warmup=("_keep(self)", "x = _SEEN[-1].shape")),
+    "module-list-through-a-local-plain": ModuleShape(
+        top="_SEEN = []\n\n\ndef _keep(layer):\n    store = _SEEN\n"
+            "    store.append(layer.compress_ratio)\n\n\n",
+        warmup=("_keep(self)", "x = _SEEN[-1]"), plain=True),
 }
 
 

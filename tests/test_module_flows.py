@@ -153,6 +153,48 @@ CRASHING = {
     "an-imported-dict": ("registry['_dspark_test'] = topk_indices_buffer",
                          "assert registry['_dspark_test'] is not None", "",
                          "from vllm.envs import environment_variables as registry\n"),
+    # module-level state read back by another way than its name
+    "a-module-list-read-through-a-default": ("_CACHE.append(topk_indices_buffer)",
+                                             "assert _read()[-1] is not None", "",
+                                             "_CACHE = []\n\n\ndef _read(store=_CACHE):\n    return store\n"),
+    "a-module-list-read-through-a-method-default": (
+        "_CACHE.append(topk_indices_buffer)", "assert self._read()[-1] is not None",
+        "def _read(self, store=_CACHE):\n    return store\n", "_CACHE = []\n"),
+    "a-mutable-default-filled-by-an-earlier-call": (
+        "_kept().append(topk_indices_buffer)", "assert _kept()[-1] is not None", "",
+        "def _kept(_m=[]):\n    return _m\n"),
+    "a-class-attribute-of-a-helper-class": ("_CACHE.append(topk_indices_buffer)",
+                                            "assert Holder.items[-1] is not None", "",
+                                            "_CACHE = []\n\n\nclass Holder:\n    items = _CACHE\n"),
+    "a-class-attribute-through-self-class": ("self.__class__.items.append(topk_indices_buffer)",
+                                             "assert _CACHE[-1] is not None", "items = _CACHE\n",
+                                             "_CACHE = []\n"),
+    "a-class-attribute-through-type-of-self": ("type(self).items.append(topk_indices_buffer)",
+                                               "assert _CACHE[-1] is not None", "items = _CACHE\n",
+                                               "_CACHE = []\n"),
+    "a-closure-made-by-a-module-function": (
+        "_putter(_CACHE)(topk_indices_buffer)", "assert _CACHE[-1] is not None", "",
+        "_CACHE = []\n\n\ndef _putter(store):\n    def put(v):\n        store.append(v)\n\n"
+        "    return put\n"),
+    "a-bound-method-kept-at-module-level": ("_ADD(topk_indices_buffer)",
+                                            "assert _CACHE[-1] is not None", "",
+                                            "_CACHE = []\n_ADD = _CACHE.append\n"),
+    "a-module-list-in-an-enumerate-loop": ("for _i, s in enumerate([_CACHE]):\n"
+                                           "    s.append(topk_indices_buffer)",
+                                           "assert _CACHE[-1] is not None", "", "_CACHE = []\n"),
+    "an-attribute-holding-module-state": ("self._r = (_CACHE,)\n_CACHE.append(topk_indices_buffer)",
+                                          "assert self._r[0][-1] is not None", "", "_CACHE = []\n"),
+    "a-store-into-what-a-property-returns": (
+        "self._store['k'] = topk_indices_buffer", "assert _CACHE['k'] is not None",
+        "@property\ndef _store(self):\n    return _CACHE\n", "_CACHE = {}\n"),
+    "an-imported-dict-filled-under-its-modules-name": (
+        "envs_module.environment_variables['_dspark_a'] = topk_indices_buffer",
+        "assert registry['_dspark_a'] is not None", "",
+        "import vllm.envs as envs_module\nfrom vllm.envs import environment_variables as registry\n"),
+    "an-imported-dict-read-under-its-modules-name": (
+        "registry['_dspark_b'] = topk_indices_buffer",
+        "assert envs_module.environment_variables['_dspark_b'] is not None", "",
+        "import vllm.envs as envs_module\nfrom vllm.envs import environment_variables as registry\n"),
     # the layer's state by way of ...
     "a-module-function-handed-the-layer": ("self._cache = []\n_keep(self, topk_indices_buffer)",
                                            "assert self._cache[0] is not None", "",
@@ -190,6 +232,9 @@ PLAIN = {
                                  "assert self._h.items[0] is not None", "",
                                  "class Holder:\n    def __init__(self):\n        self.items = []\n\n"
                                  "    def put(self, v):\n        self.items.append(v)\n"),
+    "module-state-the-warmup-never-reads": ("_CACHE.append(topk_indices_buffer)",
+                                            "assert self.compress_ratio is not None", "",
+                                            "_CACHE = []\n"),
     "a-setattr-of-another-name": ("w = 128\nsetattr(self, 'window_size_', w)\nself._w = w",
                                   "assert self._w is not None"),
 }

@@ -24,7 +24,14 @@ R1 *The run.* ``forward_mqa`` is interpreted from its first statement as the
    buffer, or change on a path a test on it chose, or fill with its own
    code: followed through locals, containers, objects shared by names and
    attributes, calls, parameters, closures, defaults, nn.Module's
-   registries and tests on the buffer (``aliases``; ``*``: every attribute).
+   registries and tests on the buffer (``aliases``; ``*``: every attribute,
+   and every module-level object). *Module-level state* is derived
+   whatever the rest does: a module-level name bound to data that is not an
+   immutable constant (a list, a dict, an object a call made), another
+   class of the module, and a default argument that is such a name or a
+   mutable object every call shares; an attribute of the layer stored one
+   of them; and every imported name once one imported object (or an
+   attribute of an imported module) may have taken a derived value in.
    An attribute or item read off a derived value that may be None is a
    crash reached maybe; the ratio is unknown where the module may set it by
    the buffer.

@@ -82,7 +82,8 @@ READERS = frozenset({"getattr", "hasattr", "isinstance", "issubclass", "type", "
 # Outside callables that return (an item of) what they are handed, not a
 # new object: ``next(iter(x))``, ``cast(T, x)``.
 PASS_THROUGH = frozenset({"next", "iter", "cast", "getattr", "reversed", "min", "max",
-                          "nullcontext", "get", "pop", "setdefault", "values", "items"})
+                          "nullcontext", "get", "pop", "setdefault", "values", "items",
+                          "enumerate", "zip", "list", "tuple", "sorted", "filter"})
 # Methods of Python's containers that put their argument in; handed out
 # bound (``map(x.append, items)``), they put it into ``x``.
 MUTATORS = frozenset({"append", "appendleft", "extend", "extendleft", "add", "update", "insert",
@@ -100,14 +101,24 @@ MAX_ROUNDS = 200
 # ``GLOBAL + name`` (a space: never an attribute's name). When one of them
 # takes a value in, that module-level name is a carrier.
 GLOBAL = "<module> "
+# What the module imports, as one pool: an imported object (``from m import
+# _CACHE``) and an attribute of an imported module (``m._CACHE``) may be one
+# object, which the module's text cannot tell. One of them taking a value in
+# makes every imported name a carrier.
+IMPORTED = "<imports>"
 
 
-def layer_aliases(tree: ast.Module) -> tuple[set[str], set[str]]:
+def layer_aliases(tree: ast.Module, state: frozenset = frozenset()) -> tuple[set[str], set[str]]:
     """The attribute names that may hold what depends on the buffer, with
     ``"*"`` for every attribute; and the module-level names whose objects may
-    (a list or a class that took it in)."""
+    (a list or a class that took it in). ``state``: the module-level names
+    the walk reads as state (derived whatever happens); an attribute of the
+    layer that is stored one of them is an alias."""
     flow = _Flow(tree)
+    flow.state = set(state)
     aliases = {a for a in flow.run() if not a.startswith(GLOBAL)}
+    if "*" in aliases:  # code the walk cannot name had it: any object it reaches may hold it
+        return aliases, flow.kept | flow.imports
     return aliases, {name for scope, name in flow.carriers if scope is None}
 
 
@@ -234,7 +245,10 @@ class _Flow:
         # module's object, or a module; ``import x`` binds a module).
         self.from_imported = {(a.asname or a.name) for stmt in tree.body
                               if isinstance(stmt, ast.ImportFrom) for a in stmt.names}
-        self.kept = self.data_names | self.from_imported
+        self.kept = self.data_names | self.from_imported | self.classes
+        self.state: set[str] = set()  # see layer_aliases
+        self.imports = {n for stmt in tree.body if isinstance(stmt, (ast.Import, ast.ImportFrom))
+                        for n in _import_names(stmt)}
         # Attributes this module stores on an instance (anything it calls
         # through ``self.x(...)`` is then not an imported base's method).
         self.stored: set[str] = set()
@@ -296,8 +310,13 @@ class _Flow:
                     self._add(self.aliases, other)
                 if item.startswith(GLOBAL):  # a module-level object took it in
                     self._add(self.carriers, (None, item[len(GLOBAL):]))
+                elif item == IMPORTED:
+                    for name in self.imports:
+                        self._add(self.carriers, (None, name))
             elif kind is self.carriers and item[0] is None and item[1] in self.kept:
                 self._add(self.aliases, GLOBAL + item[1])  # and what may be that object
+                if item[1] in self.imports:
+                    self._add(self.aliases, IMPORTED)
 
     def link(self, attr: str, others) -> None:
         """``self.attr`` and the attributes ``others`` may be one object."""
@@ -412,12 +431,18 @@ class _Flow:
                 if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
                     for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]):
                         self.bind(t, stmt.value, False)
+                        for n in _targets(t):  # `_ALSO = _CACHE`: one object, two names
+                            if isinstance(n, ast.Name):
+                                self.link(GLOBAL + n.id, self.refs(stmt.value))
                 elif isinstance(stmt, ast.ClassDef):  # `items = _CACHE`: Cls.items is it
+                    self.link(GLOBAL + stmt.name, {GLOBAL + b.id for b in stmt.bases
+                                                   if isinstance(b, ast.Name) and b.id in self.classes})
                     for s in stmt.body:
                         if isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None:
                             for t in (s.targets if isinstance(s, ast.Assign) else [s.target]):
                                 if isinstance(t, ast.Name):
                                     self.link(t.id, self.refs(s.value))
+                                    self.link(GLOBAL + stmt.name, self.refs(s.value))
             if not self.changed:
                 return self.aliases
         return self.aliases | {"*"}
@@ -659,6 +684,13 @@ class _Flow:
             ):
                 # self.a = v: v's object is self.a now, and any attribute v is
                 self.link(t.attr, self.refs(value))
+                made = {id(_root(n.func)) for n in self.nodes(value) if isinstance(n, ast.Call)}
+                if t.attr != BUFFER_ATTR and any(
+                    isinstance(n, ast.Name) and n.id in self.state and self.key(n)[0] is None
+                    and id(n) not in made  # Holder(): a new object, not the class's state
+                    for n in self.nodes(value)
+                ):
+                    self._add(self.aliases, t.attr)  # self._r = (_CACHE,): module state
                 for n, attr in self.objects(value):
                     if isinstance(n, ast.Name) and n.id not in self.layer_names and attr is None:
                         k = self.key(n)
@@ -678,8 +710,10 @@ class _Flow:
                         self._add(self.aliases, "*")  # self._buffers[k] = v: any attribute
                     elif first is not None and first != BUFFER_ATTR:
                         self._add(self.aliases, first)
+                        for view in self.property_returns(first):
+                            self._add(self.aliases, view)  # self.prop[k] = v: what prop returns
                 elif root is not None:  # d[k] = v: d took it in
-                    self.took_in(root)
+                    self.took_in(t.value)  # next(iter((d,)))[k] = v: d too
             elif isinstance(t, ast.Name):
                 k = self.scopes.key(t.id, at if at is not None else t)
                 if carries:
@@ -716,9 +750,9 @@ class _Flow:
         """``f`` is code outside this module: an imported or builtin name,
         an attribute of one, a method of another object (not named as one
         of this module's), an imported base's method."""
-        if isinstance(f, ast.Name):
+        if isinstance(f, ast.Name):  # not a name of module data (``_ADD = _CACHE.append``)
             return self.key(f)[0] is None and f.id not in self.functions and (
-                f.id not in self.classes
+                f.id not in self.classes and f.id not in self.data_names
             )
         if isinstance(f, ast.Attribute):
             return f.attr not in self.methods and (_is_super(f.value) or _root(f) is not None)
@@ -791,11 +825,12 @@ class _Flow:
         ):
             self._add(self.aliases, "*")  # handed the layer itself: it may store anything
         if isinstance(f, ast.Attribute):
-            self.took_in(f.value)
+            mutating = f.attr in MUTATORS or f.attr.endswith("_") and not f.attr.endswith("__")
+            self.took_in(f.value, mutating)
             for n in self.nodes(f.value):  # torch.narrow(x, ...).fill_(v): x's view
                 if isinstance(n, ast.Call):
                     for a in [*n.args, *(k.value for k in n.keywords)]:
-                        self.took_in(a)
+                        self.took_in(a, mutating)
             if args and (f.value.id in BUILTIN_TYPES if isinstance(f.value, ast.Name) else (
                 isinstance(f.value, ast.Attribute) and f.value.attr == "Tensor"
             ) or f.attr.endswith("_") and not f.attr.endswith("__")):
@@ -816,11 +851,20 @@ class _Flow:
     def touched_all(self, e) -> None:
         nodes = self.nodes(e)
         read_off = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
+        # Imported objects handed to a call there (next(_CACHE), next(m._CACHE)
+        # after `from . import m`); not torch.int32 of `import torch`.
+        handed = {id(x) for n in nodes if isinstance(n, ast.Call)
+                  for a in [*n.args, *(k.value for k in n.keywords)]
+                  for x, attr in self.objects(a)
+                  if isinstance(x, ast.Name) and (attr is None or x.id in self.from_imported)}
         for n in nodes:
             if isinstance(n, ast.Attribute) and self.is_layer(n.value):
                 self.touched_attribute(n.attr)
             elif id(n) in read_off and self.is_layer(n):
                 continue  # layer.x: x is what is touched
+            elif isinstance(n, ast.Name) and self.key(n)[0] is None and n.id in self.imports:
+                if id(n) in handed:  # next(_CACHE): an imported object, advanced
+                    self._add(self.aliases, IMPORTED)
             else:
                 self.touched(n)
 
@@ -831,6 +875,8 @@ class _Flow:
             self._add(self.aliases, attr)
         elif attr in self.properties:
             self._add(self.aliases, attr)  # a cached_property's value is fixed there
+            for view in self.property_returns(attr):
+                self._add(self.aliases, view)  # next(self.prop): the object it returns
 
     def touched(self, n) -> None:
         """``n`` runs on a path the buffer chose: any object it names may
@@ -848,9 +894,11 @@ class _Flow:
             for view in self.views.get(k, ()):
                 self._add(self.aliases, view)
 
-    def took_in(self, e) -> None:
+    def took_in(self, e, mutating: bool = True) -> None:
         """The objects ``e`` may be (the layer, its attributes, a name's
-        object) may have taken a value that depends on the buffer in."""
+        object) may have taken a value that depends on the buffer in;
+        ``mutating``: by a store or a method that changes its receiver
+        (``append``, an in-place ``x.fill_``), not any method of it."""
         for n, attr in self.objects(e):
             if isinstance(n, ast.Name) and n.id in self.layer_names:
                 if attr is None or attr in REGISTRY:
@@ -861,10 +909,12 @@ class _Flow:
                         self._add(self.aliases, view)  # self.prop.append(v): what prop returns
             elif isinstance(n, ast.Name):
                 k = self.key(n)
-                if k[0] is None and n.id not in self.data_names and n.id not in self.classes and (
-                    n.id not in self.from_imported or attr is not None
-                ):
-                    continue  # a builtin, a module (``torch.x.f(v)``): no object it keeps
+                if k[0] is None and n.id in self.imports:
+                    if mutating:  # m._CACHE.append(v), _CACHE[k] = v: not torch.ops.f(v)
+                        self._add(self.aliases, IMPORTED)
+                    continue
+                if k[0] is None and n.id not in self.data_names and n.id not in self.classes:
+                    continue  # a builtin: no object this module keeps
                 self._add(self.carriers, k)
                 for view in self.views.get(k, ()):
                     self._add(self.aliases, view)
@@ -884,8 +934,8 @@ class _Flow:
             n, attr = todo.pop()
             if isinstance(n, ast.Name):
                 yield n, attr
-            elif isinstance(n, ast.Attribute):
-                todo.append((n.value, n.attr))
+            elif isinstance(n, ast.Attribute):  # self.__class__.items: as self.items
+                todo.append((n.value, attr if n.attr == "__class__" else n.attr))
             elif isinstance(n, ast.Subscript):
                 todo.append((n.value, attr))
             elif isinstance(n, (ast.Starred, ast.NamedExpr, ast.Await, ast.Yield,
@@ -904,6 +954,10 @@ class _Flow:
                 todo += [(n.elt, None)] + [(g.iter, None) for g in n.generators]
             elif isinstance(n, ast.DictComp):
                 todo += [(n.value, None)] + [(g.iter, None) for g in n.generators]
+            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and (
+                n.func.id == "type" and len(n.args) == 1 and not n.keywords
+            ):
+                todo.append((n.args[0], attr))  # type(self).items: as self.items
             elif isinstance(n, ast.Call):
                 # What a call returns may be its receiver or an argument
                 # (``next(iter(x))``, ``x.copy()``), or what this module's
@@ -944,6 +998,9 @@ class _Flow:
     def refs(self, value) -> set:
         """The layer's attributes ``value`` may be (or hold), ``*`` for any."""
         found = set()
+        # torch.empty(...): a call's result, not the imported module itself
+        receivers = {id(_root(n.func)) for n in self.nodes(value)
+                     if isinstance(n, ast.Call)} if value is not None else set()
         for n, attr in self.objects(value):
             if isinstance(n, ast.Name) and n.id in self.layer_names:
                 found.add("*" if attr is None or attr in REGISTRY else attr)
@@ -953,6 +1010,8 @@ class _Flow:
                 found |= self.views.get(k, set())
                 if k[0] is None and n.id in self.kept:
                     found.add(GLOBAL + n.id)
+                if k[0] is None and n.id in self.imports and id(n) not in receivers:
+                    found.add(IMPORTED)  # m._CACHE: the pool's object
             elif isinstance(n, ast.Call):
                 found |= self.returned(n)
         found.discard(BUFFER_ATTR)
@@ -1015,6 +1074,10 @@ def _names_the_buffer(n) -> bool:
     )
 
 
+def _import_names(stmt) -> list[str]:
+    return [(a.asname or a.name).split(".")[0] for a in stmt.names if a.name != "*"]
+
+
 def _targets(t):
     """The stores of an assignment target (unpacking looked through)."""
     if isinstance(t, (ast.Tuple, ast.List)):
@@ -1036,8 +1099,8 @@ def _first_attr(node) -> str | None:
     """For ``self.a.b[...]``: ``a``."""
     first = None
     while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
-        if isinstance(node, ast.Attribute):
-            first = node.attr
+        if isinstance(node, ast.Attribute) and node.attr != "__class__":
+            first = node.attr  # self.__class__.items: the class's items, self.items too
         node = node.func if isinstance(node, ast.Call) else node.value
     return first
 

@@ -125,7 +125,9 @@ class ExpressionWalk:
             self.module.resolved.add(("constant", e.id, self.module.constants[e.id]))
             return _const(self.module.constants[e.id])
         if e.id in self.module.module_names:
-            return _DERIVED if e.id in self.module.derived_globals else _OPAQUE
+            if e.id in self.module.derived_globals or e.id in self.module.state_names:
+                return _DERIVED  # module-level state (R1): anything may have filled it
+            return _OPAQUE
         if e.id in _PURE_BUILTINS or e.id in ("getattr", "hasattr", "isinstance", "type", "super"):
             return _Val(FUNC, ("builtin", e.id, None, None, None))
         return _OPAQUE

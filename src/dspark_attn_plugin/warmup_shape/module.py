@@ -151,6 +151,17 @@ class _Module:
                         alias.asname or alias.name
                     ) == 1:
                         self.forward_context_names.add(alias.asname or alias.name)
+        # Module-level state: names bound to data that is not an immutable
+        # constant, and the module's other classes. Any code of the module
+        # may have put the buffer (or a value a test on it chose) into such
+        # an object by a way no rule follows (another name, a default, a
+        # class attribute, a callback): the walk reads it as derived.
+        self.state_names: set[str] = {
+            n for stmt in tree.body if isinstance(stmt, (ast.Assign, ast.AnnAssign))
+            for n in _stmt_binds(stmt)} | {
+            stmt.name for stmt in tree.body
+            if isinstance(stmt, ast.ClassDef) and stmt.name != cls.name}
+        self.state_names -= set(self.constants)
         # R1: attributes that may hold what depends on the buffer once the
-        # module's other code has run (``aliases``).
-        self.aliases, self.derived_globals = layer_aliases(tree)
+        # module's other code has run (``aliases``), and module-level names.
+        self.aliases, self.derived_globals = layer_aliases(tree, frozenset(self.state_names))

@@ -221,9 +221,25 @@ class StatementWalk:
             if name not in env:
                 if name not in defaults:
                     self.crash(node, st or _State({}, SURE), "TypeError", f"leaves {name} without a value")
-                d = defaults[name]
-                env[name] = _const(d.value) if isinstance(d, ast.Constant) else _OPAQUE
+                env[name] = self._default(defaults[name])
         return env
+
+    def _default(self, d) -> _Val:
+        """A default argument's value, evaluated once when its ``def`` ran:
+        a mutable literal or a call's result is an object every call shares
+        (``def f(v, _seen=[])``), which an earlier call may have filled; a
+        module-level name that may hold the buffer, or module-level state
+        (R1), is read as derived, as the walk reads the name itself."""
+        if isinstance(d, ast.Constant):
+            return _const(d.value)
+        for n in ast.walk(d):
+            if isinstance(n, (ast.List, ast.Dict, ast.Set, ast.Call, ast.ListComp, ast.DictComp,
+                              ast.SetComp, ast.GeneratorExp)) or (
+                isinstance(n, ast.Name) and (n.id in self.module.derived_globals
+                                             or n.id in self.module.state_names)
+            ):
+                return _DERIVED
+        return _OPAQUE
 
     @staticmethod
     def _all_params(function) -> list[str]:
