@@ -429,6 +429,24 @@ def _enclosing(module: str, line: int) -> tuple[int, int] | None:
     return best
 
 
+def _statement_lines(module: str, line: int) -> range:
+    """The lines of the smallest statement holding ``line`` (of a compound
+    statement, its header): a mutant of ``a and \\n b`` changes what runs
+    when ``a`` is false, where the line of ``b`` never runs; the tests of
+    the statement's first line see it."""
+    tree = ast.parse((PRISTINE / "dspark_attn_plugin" / module).read_text(encoding="utf-8"))
+    best = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt) and node.lineno <= line <= node.end_lineno:
+            lo, hi = node.lineno, node.end_lineno
+            body = getattr(node, "body", None)
+            if isinstance(body, list) and body and line < body[0].lineno:
+                hi = body[0].lineno - 1  # the header of an if/for/while/with/def
+            if lo <= line <= hi and (best is None or hi - lo < best[1] - best[0]):
+                best = (lo, hi)
+    return range(best[0], best[1] + 1) if best else range(line, line + 1)
+
+
 def _import_time_scope(module: str, line: int) -> tuple[int, int] | None:
     """Where a change to ``line`` shows when the line runs at import, not
     when it is called: a ``def`` line or decorator (default values) is seen
@@ -498,7 +516,8 @@ def select_tests(mapping: dict, module: str, changed: list[int]) -> tuple[list[s
                 for cur, old in into.items() if old == int(ln) and lo <= cur <= hi
                 for k in ks}
 
-    keys = {k for line in changed for k in per_line.get(str(into.get(line)), ())}
+    lines = {ln for line in changed for ln in _statement_lines(module, line)}
+    keys = {k for line in lines for k in per_line.get(str(into.get(line)), ())}
     how = "lines"
     if not keys or any(line not in into for line in changed):
         how = "scope"

@@ -436,3 +436,34 @@ def test_every_named_mutation_of_make_mutants_applies_to_the_source_as_it_is():
             except SyntaxError as exc:
                 problems.append(f"{name}: {file} does not compile: {exc}")
     assert not problems, "\n".join(problems)
+
+
+def test_a_mutant_of_a_continuation_line_runs_the_tests_of_its_whole_statement(tmp_path, monkeypatch):
+    """``a and \\n b`` mutated to ``a or \\n b`` changes what runs where ``a``
+    is false, and there the line of ``b`` never ran: the tests of every line
+    of the statement (of a compound one, its header) see the mutant."""
+    source = textwrap.dedent('''\
+        def f(a, b):
+            ok = (a
+                  and b)
+            if (a
+                    or b):
+                return 1
+            return ok
+        ''')
+    pristine = tmp_path / "pristine"
+    (pristine / "dspark_attn_plugin").mkdir(parents=True)
+    (pristine / "dspark_attn_plugin" / "m.py").write_text(source)
+    monkeypatch.setattr(ms, "PRISTINE", pristine)
+    mapping = {
+        "sources": {"m.py": source},
+        "tests": {"k1": {"nodeid": "t.py::a_false", "seconds": 0.1},
+                  "k2": {"nodeid": "t.py::a_true", "seconds": 0.2},
+                  "k3": {"nodeid": "t.py::body", "seconds": 0.3}},
+        "lines": {"m.py": {"2": ["k1", "k2"], "3": ["k2"], "4": ["k1", "k2"], "6": ["k3"],
+                           "7": ["k1"]}},
+    }
+    assert ms.select_tests(mapping, "m.py", [3]) == (["t.py::a_false", "t.py::a_true"], "lines")
+    # The header of the `if`, not its body.
+    assert ms.select_tests(mapping, "m.py", [5]) == (["t.py::a_false", "t.py::a_true"], "lines")
+    assert ms.select_tests(mapping, "m.py", [6]) == (["t.py::body"], "lines")
