@@ -256,6 +256,21 @@ NOT_SAFE = {
     # A module-level `if` other than TYPE_CHECKING runs its imports at import.
     "imports-under-another-module-level-test": (dict(
         top="_DEBUG = False\n\nif _DEBUG:\n    import einops\n\n\n"), "a module-level If statement"),
+    # Reflection: a computed getattr may reach any special attribute
+    # (``__globals__``, ``__defaults__``), a constant one names it, and
+    # functools' copiers write ``__code__`` and ``__defaults__``.
+    "getattr-with-a-computed-name": (dict(
+        body="    def _read(self, name):\n        return getattr(self, name)\n\n"),
+        "getattr with a computed name"),
+    "getattr-of-a-special-attribute": (dict(
+        body="    def _setup(self):\n        getattr(_probe, '__globals__')['_LIMIT'] = 0\n\n",
+        top="_LIMIT = 1\n\n\ndef _probe():\n    return 1\n\n\n"),
+        "getattr of the special attribute __globals__"),
+    "update-wrapper-copying-code": (dict(
+        top="import functools\n\n\ndef _g():\n    return 1\n\n\n",
+        body="    def _setup(self):\n        functools.update_wrapper(_g, self._prepare, "
+             "assigned=('__code__',), updated=())\n\n"),
+        "uses update_wrapper"),
     "bases-thirty-three-deep": (dict(top=_chain("_M", 33), bases="_M0, "), "bases nest too deep"),
     # A decorator on a member runs at class creation (and may leave a
     # descriptor that acts on the class), called by the warmup or not.
@@ -315,8 +330,6 @@ PLAIN = {
     "bases-twenty-deep": dict(top=_chain("_M", 20), bases="_M0, "),
     # Annotations without a value declare what __init__ sets: no member.
     "annotation-only-attributes": dict(body="    window_size: int\n    max_num_batched_tokens: int\n\n"),
-    "getattr-with-a-computed-name-elsewhere": dict(
-        body="    def _read(self, name):\n        return getattr(self, name)\n\n"),
     # A try whose body calls module code that never touches the buffer: its
     # handler's store is not chosen by the buffer.
     "try-around-module-code-that-does-not-touch-the-buffer": dict(

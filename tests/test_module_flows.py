@@ -195,6 +195,15 @@ CRASHING = {
         "registry['_dspark_b'] = topk_indices_buffer",
         "assert envs_module.environment_variables['_dspark_b'] is not None", "",
         "import vllm.envs as envs_module\nfrom vllm.envs import environment_variables as registry\n"),
+    # an imported module's state (vllm.dspark_flows_shared, put in
+    # sys.modules by the test): a view of its tensor filled through a local,
+    # this module's list handed to its code at import
+    "a-view-of-an-imported-tensor-in-a-local": (
+        "v = torch.narrow(shared.T, 0, 0, 1)\nv.fill_(float(topk_indices_buffer is not None))",
+        "x = 1 // int(shared.T[0])", "", "import vllm.dspark_flows_shared as shared\n"),
+    "module-state-handed-to-imported-code-at-import": (
+        "_STATE.append(topk_indices_buffer)", "assert adopted()[-1] is not None", "",
+        "from vllm.dspark_flows_shared import adopt, adopted\n\n_STATE = []\n_KEEP = adopt(_STATE)\n"),
     # the layer's state by way of ...
     "a-module-function-handed-the-layer": ("self._cache = []\n_keep(self, topk_indices_buffer)",
                                            "assert self._cache[0] is not None", "",
@@ -248,11 +257,28 @@ def _source(init: str, warm: str, members: str = "", top: str = "") -> str:
                        warm=textwrap.indent(warm, " " * 12))
 
 
+def _shared_module():
+    """A module of vLLM's package (in ``sys.modules`` only) with state of its
+    own: a tensor, and code that keeps what it is handed."""
+    import types
+
+    import torch
+
+    shared = types.ModuleType("vllm.dspark_flows_shared")
+    shared.T = torch.ones(4)
+    kept = []
+    shared.adopt = lambda obj: kept.append(obj) or obj
+    shared.adopted = lambda: kept[-1]
+    sys.modules.setdefault(shared.__name__, shared)
+
+
 def _fails_without_the_buffer(source: str, tmp_path) -> bool:
     """The warmup of an SWA-only layer built through ``__init__`` fails
     without the buffer and not with it (ratio 0 or 1)."""
     import torch
     from dspark_attn_plugin import synthetic
+
+    _shared_module()
 
     path = tmp_path / f"flashmla_flow_{next(_counter)}.py"
     path.write_text(source)

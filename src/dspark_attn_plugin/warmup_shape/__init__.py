@@ -93,7 +93,12 @@ above does not raise for lack of the buffer (it may raise for other reasons:
 ``affected`` can then be wrong, never ``fixed``); attributes of the layer
 other than the buffer and the R1 aliases are not derived from it: what
 imported bases' methods store, and what outside functions put into the
-objects they are handed (but for the forms ``aliases`` names); values the
+objects they are handed (but for the forms ``aliases`` names); outside code
+handed a value derived from the buffer, or run on a path a test on it
+chose, keeps nothing of it and changes no state of its own that the warmup
+reads later (its module's objects, caches, closures, what it returns), and
+nothing changes process-wide settings by the buffer (torch's grad mode,
+default dtype or seed, loggers' levels, files); values the
 walk keeps opaque (a list or dict it built, a comprehension's loop variable,
 a name nothing binds) raise nothing when read: a crash there does not depend
 on the buffer (it would stop those layers with a buffer too). A context

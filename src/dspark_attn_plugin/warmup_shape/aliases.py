@@ -88,6 +88,11 @@ PASS_THROUGH = frozenset({"next", "iter", "cast", "getattr", "reversed", "min", 
 # bound (``map(x.append, items)``), they put it into ``x``.
 MUTATORS = frozenset({"append", "appendleft", "extend", "extendleft", "add", "update", "insert",
                       "setdefault", "__setitem__", "put", "put_nowait", "push"})
+# torch functions whose result may be a view of their first argument.
+TORCH_VIEWS = frozenset({"narrow", "select", "as_strided", "view_as_real", "view_as_complex",
+                         "unflatten", "flatten", "squeeze", "unsqueeze", "transpose", "permute",
+                         "movedim", "split", "chunk", "unbind", "diagonal", "t", "reshape",
+                         "detach", "swapaxes", "tensor_split", "index_select", "expand_copy"})
 # What ``expression`` acts on (everything else it only walks through).
 _ACTS = frozenset({
     ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.NamedExpr, ast.Yield,
@@ -249,6 +254,12 @@ class _Flow:
         self.state: set[str] = set()  # see layer_aliases
         self.imports = {n for stmt in tree.body if isinstance(stmt, (ast.Import, ast.ImportFrom))
                         for n in _import_names(stmt)}
+        self.torch_names = {  # import torch..., from torch... import x
+            n for stmt in tree.body
+            if isinstance(stmt, ast.Import) and all(a.name.split(".")[0] == "torch" for a in stmt.names)
+            or isinstance(stmt, ast.ImportFrom) and not stmt.level
+            and (stmt.module or "").split(".")[0] == "torch"
+            for n in _import_names(stmt)}
         # Attributes this module stores on an instance (anything it calls
         # through ``self.x(...)`` is then not an imported base's method).
         self.stored: set[str] = set()
@@ -434,6 +445,10 @@ class _Flow:
                         for n in _targets(t):  # `_ALSO = _CACHE`: one object, two names
                             if isinstance(n, ast.Name):
                                 self.link(GLOBAL + n.id, self.refs(stmt.value))
+                    for c in self.nodes(stmt.value):  # _KEEP = adopt(_STATE): imported code keeps it
+                        if isinstance(c, ast.Call):
+                            for a in [*c.args, *(k.value for k in c.keywords)]:
+                                self.link(IMPORTED, {r for r in self.refs(a) if r.startswith(GLOBAL)})
                 elif isinstance(stmt, ast.ClassDef):  # `items = _CACHE`: Cls.items is it
                     self.link(GLOBAL + stmt.name, {GLOBAL + b.id for b in stmt.bases
                                                    if isinstance(b, ast.Name) and b.id in self.classes})
@@ -825,12 +840,18 @@ class _Flow:
         ):
             self._add(self.aliases, "*")  # handed the layer itself: it may store anything
         if isinstance(f, ast.Attribute):
-            mutating = f.attr in MUTATORS or f.attr.endswith("_") and not f.attr.endswith("__")
+            # x.append(v), x.fill_(v); on torch's namespace only a
+            # container's method: torch.nn.init.zeros_(v) is torch's
+            # function, which changes its argument, not torch.
+            root = _root(f.value)
+            of_torch = root is not None and self.key(root)[0] is None and root.id in self.torch_names
+            in_place = f.attr.endswith("_") and not f.attr.endswith("__")
+            mutating = f.attr in MUTATORS or not of_torch and in_place
             self.took_in(f.value, mutating)
             for n in self.nodes(f.value):  # torch.narrow(x, ...).fill_(v): x's view
                 if isinstance(n, ast.Call):
                     for a in [*n.args, *(k.value for k in n.keywords)]:
-                        self.took_in(a, mutating)
+                        self.took_in(a, f.attr in MUTATORS or in_place)
             if args and (f.value.id in BUILTIN_TYPES if isinstance(f.value, ast.Name) else (
                 isinstance(f.value, ast.Attribute) and f.value.attr == "Tensor"
             ) or f.attr.endswith("_") and not f.attr.endswith("__")):
@@ -851,12 +872,18 @@ class _Flow:
     def touched_all(self, e) -> None:
         nodes = self.nodes(e)
         read_off = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
-        # Imported objects handed to a call there (next(_CACHE), next(m._CACHE)
-        # after `from . import m`); not torch.int32 of `import torch`.
+        # Imported objects handed to a call there (next(_CACHE), next(m.CNT)),
+        # or whose method is called (m.D.pop(k)); not torch's (torch.int32),
+        # nor a module's function (ops.f(x)).
         handed = {id(x) for n in nodes if isinstance(n, ast.Call)
                   for a in [*n.args, *(k.value for k in n.keywords)]
                   for x, attr in self.objects(a)
-                  if isinstance(x, ast.Name) and (attr is None or x.id in self.from_imported)}
+                  if isinstance(x, ast.Name) and x.id not in self.torch_names}
+        handed |= {id(_root(n.func.value)) for n in nodes
+                   if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                   and isinstance(n.func.value, (ast.Attribute, ast.Subscript))
+                   and _root(n.func.value) is not None
+                   and _root(n.func.value).id not in self.torch_names}
         for n in nodes:
             if isinstance(n, ast.Attribute) and self.is_layer(n.value):
                 self.touched_attribute(n.attr)
@@ -977,6 +1004,10 @@ class _Flow:
                     f, ast.Attribute
                 ) and f.attr in PASS_THROUGH:
                     todo += [(a, None) for a in n.args] + [(k.value, None) for k in n.keywords]
+                elif isinstance(f, ast.Attribute) and f.attr in TORCH_VIEWS and n.args and (
+                    _root(f) is not None and _root(f).id in self.torch_names
+                ):
+                    todo.append((n.args[0], None))  # torch.narrow(x, ...): a view of x
 
     def property_returns(self, attr) -> set:
         if attr not in self.properties:

@@ -33,9 +33,12 @@ M4 *Stores anywhere in the module*: an attribute is stored or deleted
    defines, nor a special name; no ``global`` statement.
 M5 *No reflection*: the module never names ``eval``, ``exec``,
    ``compile``, ``globals``, ``locals``, ``vars``, ``__import__``,
-   ``breakpoint``, ``setattr``/``delattr`` with a computed name, nor a
-   special attribute other than ``__name__``, ``__qualname__``,
-   ``__class__``, ``__doc__``, ``__module__``, ``__init__``.
+   ``breakpoint``, ``update_wrapper``, ``wraps`` (they copy ``__code__``,
+   ``__defaults__``, ``__dict__`` between objects),
+   ``setattr``/``delattr``/``getattr`` with a computed name, nor a special
+   attribute other than ``__name__``, ``__qualname__``, ``__class__``,
+   ``__doc__``, ``__module__``, ``__init__`` (as an attribute or as the
+   constant name ``getattr``/``hasattr``/``setattr``/``delattr`` are handed).
 M6 *Evaluated at definition*: default arguments, decorators, annotations
    (without ``from __future__ import annotations``), class keywords and
    bases call nothing but imported names.
@@ -63,6 +66,9 @@ IMPORT_ROOTS = frozenset({
 })
 REFLECTIVE = frozenset({"eval", "exec", "compile", "globals", "locals", "vars",
                         "__import__", "breakpoint"})
+# functools' copiers of special attributes (``__code__``, ``__defaults__``,
+# ``__dict__``): named anywhere, as a name or an attribute.
+COPIERS = frozenset({"update_wrapper", "wraps"})
 SPECIAL_ATTRS_READ = frozenset({"__name__", "__qualname__", "__class__", "__doc__",
                                 "__module__", "__init__"})
 SPECIAL_METHODS = frozenset({"__init__", "__repr__", "__str__"})
@@ -384,6 +390,18 @@ def _check_everywhere(tree: ast.Module, r: _Reader, members: set) -> None:
             raise NotAllowed(f"{_line(node)}: uses the special attribute {node.attr}")
         if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
             _check_store(node, node.value, node.attr, instance_names, members)
+        if (isinstance(node, ast.Name) and node.id in COPIERS and node.id not in shadowed
+                or isinstance(node, ast.Attribute) and node.attr in COPIERS):
+            raise NotAllowed(f"{_line(node)}: uses {getattr(node, 'id', None) or node.attr}, "
+                             "which copies code and defaults between functions")
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id in ("getattr", "hasattr") and node.func.id not in shadowed):
+            name = node.args[1] if len(node.args) > 1 else None
+            if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                r.require(not _special(name.value) or name.value in SPECIAL_ATTRS_READ, node,
+                          f"{node.func.id} of the special attribute {name.value}")
+            else:
+                r.require(node.func.id == "hasattr", node, "getattr with a computed name")
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                 and node.func.id in ("setattr", "delattr") and node.func.id not in shadowed):
             name = node.args[1] if len(node.args) > 1 else None
