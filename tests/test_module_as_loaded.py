@@ -271,6 +271,16 @@ NOT_SAFE = {
         body="    def _setup(self):\n        functools.update_wrapper(_g, self._prepare, "
              "assigned=('__code__',), updated=())\n\n"),
         "uses update_wrapper"),
+    "setattr-with-one-argument": (dict(body="    def _unused(self):\n        setattr(self)\n\n"),
+                                  "setattr with a computed name"),
+    "imports-under-a-module-level-test-named-before-type-checking": (dict(
+        top="DEBUG = False\n\nif DEBUG:\n    import einops\n\n\n"), "a module-level If statement"),
+    "dict-unpacking-in-a-module-constant": (dict(top="_A = {0: 1}\n_B = {**_A}\n\n\n"),
+                                            "is assigned a value that is not a constant"),
+    "module-function-as-a-dict-key": (dict(top="def _key():\n    return 0\n\n\n_B = {_key(): 1}\n\n\n"),
+                                      "is assigned a value that is not a constant"),
+    "getattr-with-one-argument": (dict(body="    def _unused(self):\n        getattr(self)\n\n"),
+                                  "getattr with a computed name"),
     "bases-thirty-three-deep": (dict(top=_chain("_M", 33), bases="_M0, "), "bases nest too deep"),
     # A decorator on a member runs at class creation (and may leave a
     # descriptor that acts on the class), called by the warmup or not.
