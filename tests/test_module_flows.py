@@ -51,6 +51,16 @@ class DeepseekV4FlashMLAAttention(Base):
 """
 
 BUF = "topk_indices_buffer"
+# Context managers whose exit swallows an exception when told to: handed
+# the flag, or reading module state.
+_QUIET = ("class _Quiet:\n    def __init__(self, on):\n        self.on = on\n\n"
+          "    def __enter__(self):\n        return self\n\n"
+          "    def __exit__(self, *exc):\n        return self.on\n")
+_STEERED = ("_MODE = {}\n\n\nclass _Steered:\n    def __enter__(self):\n        return self\n\n"
+            "    def __exit__(self, *exc):\n        return _MODE.get('swa', False)\n")
+_FILL_UNDER_QUIET = ("def _fill(self, _):\n    with _Quiet(self._flag):\n        raise LookupError\n"
+                     "    self._ok = False\n")
+_RAISE_ON_FLAG = "def _fill(self, _):\n    if self._flag:\n        raise LookupError\n"
 # (init lines, warmup lines, class members, module top): the warmup fails
 # on SWA-only layers without the buffer, and only there.
 CRASHING = {
@@ -223,6 +233,33 @@ CRASHING = {
     "a-case-pattern-naming-it": (
         "self._b = topk_indices_buffer\nmatch None:\n    case self._b:\n        self._ok = False\n"
         "    case _:\n        self._ok = True", "assert self._ok"),
+    # a context manager's exit swallows, by the buffer, what its body
+    # raises: what follows the `with` runs only where it did; module code
+    # handed to outside code (map, a sort key) that raises by the buffer
+    "a-method-run-by-map-under-a-manager-handed-the-flag": (
+        "self._flag = topk_indices_buffer is None\nself._ok = True\n"
+        "try:\n    list(map(self._fill, [0]))\nexcept LookupError:\n    pass",
+        "assert self._ok", _FILL_UNDER_QUIET, _QUIET),
+    "a-method-run-by-map-raising-by-the-buffer": (
+        "self._flag = topk_indices_buffer is not None\nself._ok = True\n"
+        "try:\n    list(map(self._fill, [0]))\n    self._ok = False\nexcept LookupError:\n    pass",
+        "assert self._ok", _RAISE_ON_FLAG, _QUIET),
+    "a-sort-key-raising-by-the-buffer": (
+        "self._flag = topk_indices_buffer is not None\nself._ok = True\n"
+        "try:\n    sorted([0, 1], key=self._fill)\n    self._ok = False\nexcept LookupError:\n    pass",
+        "assert self._ok", _RAISE_ON_FLAG, _QUIET),
+    "a-manager-whose-exit-reads-module-state": (
+        "_MODE['swa'] = topk_indices_buffer is None\nself._ok = True\n"
+        "try:\n    self._fill(0)\nexcept LookupError:\n    pass",
+        "assert self._ok",
+        "def _fill(self, _):\n    with _Steered():\n        raise LookupError\n    self._ok = False\n",
+        _STEERED),
+    "a-held-manager-whose-exit-reads-module-state": (
+        "_MODE['swa'] = topk_indices_buffer is None\nself._q = _Steered()\nself._ok = True\n"
+        "try:\n    self._fill(0)\nexcept LookupError:\n    pass",
+        "assert self._ok",
+        "def _fill(self, _):\n    with self._q:\n        raise LookupError\n    self._ok = False\n",
+        _STEERED),
     # longer than the fixpoint's 200 rounds: every attribute may hold it
     "a-chain-of-methods-longer-than-the-fixpoint": (
         "self._y = self._m0()", "assert self._y is not None",
@@ -244,6 +281,10 @@ PLAIN = {
     "module-state-the-warmup-never-reads": ("_CACHE.append(topk_indices_buffer)",
                                             "assert self.compress_ratio is not None", "",
                                             "_CACHE = []\n"),
+    "a-method-run-by-map-that-never-raises": (
+        "self._ok = True\ntry:\n    list(map(self._norm, [0]))\n    self._ok = False\n"
+        "except LookupError:\n    pass",
+        "assert not self._ok", "def _norm(self, x):\n    return x + 1\n", _QUIET),
     "a-setattr-of-another-name": ("w = 128\nsetattr(self, 'window_size_', w)\nself._w = w",
                                   "assert self._w is not None"),
 }

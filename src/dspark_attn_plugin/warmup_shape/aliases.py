@@ -550,14 +550,16 @@ class _Flow:
             left = self.block(s.body, inner, fn)
             return self.block(s.orelse, inner, fn) or left
         if isinstance(s, (ast.With, ast.AsyncWith)):
-            inner = tainted
+            chooser = False  # a manager whose exit the buffer may steer
             for item in s.items:
                 self.expression(item.context_expr, tainted, fn)
-                inner = inner or self.carries(item.context_expr)
+                chooser = chooser or self.steered_manager(item.context_expr)
                 if item.optional_vars is not None:
                     self.bind(item.optional_vars, item.context_expr, tainted)
-            inner = inner or self.may_raise(s.body)
-            return self.block(s.body, inner, fn)
+            inner = tainted or chooser or self.may_raise(s.body)
+            # Its exit may swallow what the body raises, for any reason:
+            # where the buffer steers it, what follows runs on a path it chose.
+            return self.block(s.body, inner, fn) or chooser
         if isinstance(s, ast.Try) or type(s).__name__ == "TryStar":
             inner = tainted or self.may_raise(s.body)
             left = self.block(s.body, inner, fn)
@@ -596,6 +598,23 @@ class _Flow:
                 self.expression(child, tainted, fn)
         return False
 
+    def steered_manager(self, e) -> bool:
+        """The context manager ``e`` may decide by the buffer whether its
+        exit swallows an exception: it carries the buffer, calls this
+        module's code that touches it, or this module defines an exit that
+        does (an instance of a module class, whatever name holds it)."""
+        if self.carries(e):
+            return True
+        for n in self.nodes(e):
+            if isinstance(n, ast.Call) and not self.outside_callee(n.func):
+                callees = self.callees(n.func)
+                if callees is None or any(
+                    id(c) in self.touching or id(c) in self.tainted for c, _ in callees
+                ):
+                    return True
+        return any(id(f) in self.touching or id(f) in self.tainted
+                   for name in ("__exit__", "__aexit__") for f in self.methods.get(name, ()))
+
     def may_raise(self, body: list) -> bool:
         """``body`` may raise for the buffer's sake: it touches a carrier,
         calls this module's code that does (or may have been chosen by it),
@@ -604,9 +623,30 @@ class _Flow:
             if self.carries(stmt):
                 return True
             for n in self.nodes(stmt):
-                if not isinstance(n, ast.Call) or self.outside_callee(n.func):
+                if not isinstance(n, ast.Call):
+                    continue
+                if self.outside_callee(n.func):
+                    # outside code handed this module's code may run it (map, sorted's key)
+                    if any(self.handed_code_may_raise(a)
+                           for a in [*n.args, *(k.value for k in n.keywords)]):
+                        return True
                     continue
                 callees = self.callees(n.func)
+                if callees is None or any(
+                    id(c) in self.touching or id(c) in self.tainted for c, _ in callees
+                ):
+                    return True
+        return False
+
+    def handed_code_may_raise(self, e) -> bool:
+        """``e``, handed to outside code that may call it, is or holds this
+        module's code that may raise for the buffer's sake (or code the walk
+        cannot name)."""
+        for n in self.nodes(e):
+            if isinstance(n, ast.Lambda) or (
+                isinstance(n, (ast.Name, ast.Attribute)) and self.holds_code(n)
+            ):
+                callees = self.callees(n)
                 if callees is None or any(
                     id(c) in self.touching or id(c) in self.tainted for c, _ in callees
                 ):
