@@ -214,6 +214,9 @@ CRASHING = {
     "module-state-handed-to-imported-code-at-import": (
         "_STATE.append(topk_indices_buffer)", "assert adopted()[-1] is not None", "",
         "from vllm.dspark_flows_shared import adopt, adopted\n\n_STATE = []\n_KEEP = adopt(_STATE)\n"),
+    "an-imported-iterator-advanced-on-a-path-the-buffer-chose": (
+        "if topk_indices_buffer is None:\n    next(CYCLE)", "assert next(CYCLE) == 0", "",
+        "from vllm.dspark_flows_shared import CYCLE\n"),
     # the layer's state by way of ...
     "a-module-function-handed-the-layer": ("self._cache = []\n_keep(self, topk_indices_buffer)",
                                            "assert self._cache[0] is not None", "",
@@ -300,7 +303,7 @@ def _source(init: str, warm: str, members: str = "", top: str = "") -> str:
 
 def _shared_module():
     """A module of vLLM's package (in ``sys.modules`` only) with state of its
-    own: a tensor, and code that keeps what it is handed."""
+    own: a tensor, code that keeps what it is handed, an iterator."""
     import types
 
     import torch
@@ -310,6 +313,7 @@ def _shared_module():
     kept = []
     shared.adopt = lambda obj: kept.append(obj) or obj
     shared.adopted = lambda: kept[-1]
+    shared.CYCLE = itertools.cycle([0, 1])  # 0 at each warmup, unless advanced before
     sys.modules.setdefault(shared.__name__, shared)
 
 
