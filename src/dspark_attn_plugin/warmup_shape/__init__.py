@@ -17,8 +17,11 @@ R1 *The run.* ``forward_mqa`` is interpreted from its first statement as the
    a mark, *derived*: the buffer is
    derived, so is whatever is computed from a derived value, whatever code
    chosen by a decided test on a derived value stores or returns (and the
-   rest of the function, when the arm not taken could have left it; what a
-   comprehension keeps by a filter on a derived value), and
+   rest of the function, when the arm not taken could have left it, or
+   after a ``with`` whose manager the buffer may steer, since its exit may
+   swallow what the body raises; a ``try`` whose body may raise by it,
+   through this module's code handed to outside code too, as ``map`` or a
+   sort key; what a comprehension keeps by a filter on a derived value), and
    any attribute (or module-level object) that the module's other code
    (``__init__``, helpers, methods, other classes) may fill from the
    buffer, or change on a path a test on it chose, or fill with its own
