@@ -109,6 +109,16 @@ NOT_SAFE = {
     "mixin-init-subclass": (dict(
         top=STRICT + "class _Mixin:\n    def __init_subclass__(cls, **kw):\n        cls._prepare = _strict\n\n\n",
         bases="_Mixin, "), "special name __init_subclass__"),
+    "update-wrapper-imported-by-name": (dict(
+        top="from functools import update_wrapper\n\n\n",
+        body="    def _swap(self):\n        update_wrapper(_a, _b, assigned=('__code__',), updated=())\n\n"),
+        "uses update_wrapper, which copies code"),
+    "wraps-imported-under-another-name": (dict(
+        top="from functools import wraps as _w\n\n\n"), "uses wraps, which copies code"),
+    "update-wrapper-through-getattr": (dict(
+        top="import functools\n\n\n",
+        body="    def _swap(self):\n        getattr(functools, 'update_wrapper')(_a, _b)\n\n"),
+        "getattr of update_wrapper"),
     "mixin-after-an-imported-base": (dict(
         top="class _Mixin:\n    def _ready(self):\n        return 0\n\n\n", warmup=("self._ready()",)),
         "an imported base of DeepseekV4FlashMLAAttention may define"),

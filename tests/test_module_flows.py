@@ -13,6 +13,7 @@ run crashed before R1 followed these ways; none since).
 
 from __future__ import annotations
 
+import collections
 import importlib.util
 import itertools
 import sys
@@ -60,6 +61,7 @@ _STEERED = ("_MODE = {}\n\n\nclass _Steered:\n    def __enter__(self):\n        
             "    def __exit__(self, *exc):\n        return _MODE.get('swa', False)\n")
 _FILL_UNDER_QUIET = ("def _fill(self, _):\n    with _Quiet(self._flag):\n        raise LookupError\n"
                      "    self._ok = False\n")
+_SHARED_REG = "from vllm.dspark_flows_shared import REG\n"
 _RAISE_ON_FLAG = "def _fill(self, _):\n    if self._flag:\n        raise LookupError\n"
 # (init lines, warmup lines, class members, module top): the warmup fails
 # on SWA-only layers without the buffer, and only there.
@@ -217,6 +219,36 @@ CRASHING = {
     "an-imported-iterator-advanced-on-a-path-the-buffer-chose": (
         "if topk_indices_buffer is None:\n    next(CYCLE)", "assert next(CYCLE) == 0", "",
         "from vllm.dspark_flows_shared import CYCLE\n"),
+    # an imported dict (or list) reached by another way: a default, a class
+    # body, a helper class, typing.cast, a property; cleared on a chosen path
+    "an-imported-list-cleared-on-a-path-the-buffer-chose": (
+        "LISTS['k'].append(1)\nif topk_indices_buffer is None:\n    LISTS['k'].clear()",
+        "x = LISTS['k'][-1]", "", "from vllm.dspark_flows_shared import LISTS\n"),
+    "an-imported-dict-filled-through-a-keyword-only-default": (
+        "_keep(self)", "x = REG['k'].dtype", "",
+        _SHARED_REG + "\n\ndef _keep(layer, *, store=REG):\n    store['k'] = layer.topk_indices_buffer\n"),
+    "an-imported-dict-filled-through-a-default": (
+        "_keep(self)", "x = REG['k'].dtype", "",
+        _SHARED_REG + "\n\ndef _keep(layer, store=REG):\n    store['k'] = layer.topk_indices_buffer\n"),
+    "an-imported-dict-named-in-the-class-body": (
+        "self._registry['k'] = topk_indices_buffer", "x = REG['k'].dtype", "_registry = REG\n",
+        _SHARED_REG),
+    "an-imported-dict-named-in-a-helper-class-body": (
+        "reg = _Registry\nreg.by_prefix['k'] = topk_indices_buffer", "x = REG['k'].dtype", "",
+        _SHARED_REG + "\n\nclass _Registry:\n    by_prefix = REG\n"),
+    "an-imported-dict-through-typing-cast": (
+        "registry = cast(dict, REG)\nregistry['k'] = topk_indices_buffer", "x = REG['k'].dtype", "",
+        "from typing import cast\n" + _SHARED_REG),
+    "an-imported-dict-a-property-returns": (
+        "self._registry['k'] = topk_indices_buffer", "x = self._registry['k'].dtype",
+        "@property\ndef _registry(self):\n    return REG\n", _SHARED_REG),
+    "an-imported-tensor-viewed-by-an-unbound-tensor-method": (
+        "v = torch.Tensor.view(shared.T, -1)\nv[0] = float(topk_indices_buffer is not None)",
+        "x = 1 // int(shared.T[0])", "", "import vllm.dspark_flows_shared as shared\n"),
+    "module-state-held-by-an-attribute-filled-through-outside-code": (
+        "w = torch.atleast_1d(_WIDTHS)\nw[0] = 4 if topk_indices_buffer is not None else -1\n"
+        "self._w = _WIDTHS", "x = torch.empty((2, int(self._w[0])))", "",
+        "_WIDTHS = torch.zeros(4, dtype=torch.int64)\n"),
     # the layer's state by way of ...
     "a-module-function-handed-the-layer": ("self._cache = []\n_keep(self, topk_indices_buffer)",
                                            "assert self._cache[0] is not None", "",
@@ -308,7 +340,8 @@ def _source(init: str, warm: str, members: str = "", top: str = "") -> str:
 
 def _shared_module():
     """A module of vLLM's package (in ``sys.modules`` only) with state of its
-    own: a tensor, code that keeps what it is handed, an iterator."""
+    own: a tensor, code that keeps what it is handed, an iterator, a dict
+    and a dict of lists."""
     import types
 
     import torch
@@ -319,6 +352,8 @@ def _shared_module():
     shared.adopt = lambda obj: kept.append(obj) or obj
     shared.adopted = lambda: kept[-1]
     shared.CYCLE = itertools.cycle([0, 1])  # 0 at each warmup, unless advanced before
+    shared.REG = {}
+    shared.LISTS = collections.defaultdict(list)
     sys.modules.setdefault(shared.__name__, shared)
 
 

@@ -92,7 +92,12 @@ MUTATORS = frozenset({"append", "appendleft", "extend", "extendleft", "add", "up
 TORCH_VIEWS = frozenset({"narrow", "select", "as_strided", "view_as_real", "view_as_complex",
                          "unflatten", "flatten", "squeeze", "unsqueeze", "transpose", "permute",
                          "movedim", "split", "chunk", "unbind", "diagonal", "t", "reshape",
-                         "detach", "swapaxes", "tensor_split", "index_select", "expand_copy"})
+                         "detach", "swapaxes", "tensor_split", "index_select", "expand_copy",
+                         "view", "view_as", "expand", "expand_as", "unfold", "swapdims",
+                         "moveaxis", "hsplit", "vsplit", "dsplit", "split_with_sizes", "adjoint"})
+# torch's classes whose methods, called unbound (``torch.Tensor.view(x, -1)``),
+# act on their first argument as on a receiver.
+TORCH_CLASSES = frozenset({"Tensor", "Parameter"})
 # What ``expression`` acts on (everything else it only walks through).
 _ACTS = frozenset({
     ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.NamedExpr, ast.Yield,
@@ -1044,10 +1049,12 @@ class _Flow:
                     f, ast.Attribute
                 ) and f.attr in PASS_THROUGH:
                     todo += [(a, None) for a in n.args] + [(k.value, None) for k in n.keywords]
-                elif isinstance(f, ast.Attribute) and f.attr in TORCH_VIEWS and n.args and (
-                    _root(f) is not None and _root(f).id in self.torch_names
-                ):
-                    todo.append((n.args[0], None))  # torch.narrow(x, ...): a view of x
+                elif isinstance(f, ast.Attribute) and n.args and (
+                    f.attr in TORCH_VIEWS or isinstance(f.value, ast.Attribute)
+                    and f.value.attr in TORCH_CLASSES
+                ) and _root(f) is not None and _root(f).id in self.torch_names:
+                    # torch.narrow(x, ...), torch.Tensor.view(x, -1): a view of x
+                    todo.append((n.args[0], None))
 
     def property_returns(self, attr) -> set:
         if attr not in self.properties:

@@ -390,9 +390,14 @@ def _check_everywhere(tree: ast.Module, r: _Reader, members: set) -> None:
             raise NotAllowed(f"{_line(node)}: uses the special attribute {node.attr}")
         if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
             _check_store(node, node.value, node.attr, instance_names, members)
-        if (isinstance(node, ast.Name) and node.id in COPIERS and node.id not in shadowed
-                or isinstance(node, ast.Attribute) and node.attr in COPIERS):
-            raise NotAllowed(f"{_line(node)}: uses {getattr(node, 'id', None) or node.attr}, "
+        # Only an import binds them (not builtins): imported under any name
+        # (``from functools import wraps as w``), or named, they are refused.
+        if (isinstance(node, ast.Name) and node.id in COPIERS
+                and node.id not in r.constants and node.id not in r.classes
+                or isinstance(node, ast.Attribute) and node.attr in COPIERS
+                or isinstance(node, ast.alias) and node.name.split(".")[-1] in COPIERS):
+            raise NotAllowed(f"{_line(node)}: uses "
+                             f"{getattr(node, 'id', None) or getattr(node, 'attr', None) or node.name}, "
                              "which copies code and defaults between functions")
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                 and node.func.id in ("getattr", "hasattr") and node.func.id not in shadowed):
@@ -400,6 +405,7 @@ def _check_everywhere(tree: ast.Module, r: _Reader, members: set) -> None:
             if isinstance(name, ast.Constant) and isinstance(name.value, str):
                 r.require(not _special(name.value) or name.value in SPECIAL_ATTRS_READ, node,
                           f"{node.func.id} of the special attribute {name.value}")
+                r.require(name.value not in COPIERS, node, f"{node.func.id} of {name.value}")
             else:
                 r.require(node.func.id == "hasattr", node, "getattr with a computed name")
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
