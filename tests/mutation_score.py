@@ -743,7 +743,8 @@ def survivors_to_retry(module: str, source: str, survivors: list[tuple[str, str,
     lines = source.splitlines()
     used: set = set()
     return [job for job, operator, row in survivors
-            if equivalent_reason(equivalents, used, module, operator, _mutant_line(lines, row)) is None]
+            if equivalent_reason(equivalents, used, module, operator, _mutant_line(lines, row),
+                                 _mutant_line(lines, row - 1)) is None]
 
 
 def _forget_survivors(session: Path, module: str) -> int:
@@ -894,12 +895,16 @@ def _equivalents() -> list[dict]:
 
 
 def equivalent_reason(equivalents: list[dict], used: set, module: str, operator: str,
-                      text: str) -> str | None:
+                      text: str, previous: str = "") -> str | None:
     """The reason of the first listed equivalent for this survivor that no
     other survivor took (two mutants of one operator on one line need two
-    entries), marking it taken; None where there is none left."""
+    entries), marking it taken; None where there is none left. An entry
+    with ``after`` stands only for a line whose line before holds that text
+    (a bare ``continue`` is written in many places)."""
     for i, e in enumerate(equivalents):
-        if i not in used and (e["module"], e["operator"], e["text"]) == (module, operator, text):
+        if i not in used and (e["module"], e["operator"], e["text"]) == (module, operator, text) and (
+            e.get("after", "") in previous
+        ):
             used.add(i)
             return e["reason"]
     return None
@@ -961,7 +966,8 @@ def report(modules: list[str]) -> int:
                 entry = {"operator": m.operator_name, "occurrence": m.occurrence, "line": m.start_pos[0],
                          "text": line, "diff": rec.get("diff") or result.diff,
                          "tests": rec.get("tests"), "why": rec.get("why")}
-                reason = equivalent_reason(equivalents, used, module, m.operator_name, line)
+                reason = equivalent_reason(equivalents, used, module, m.operator_name, line,
+                                           _mutant_line(source_lines, m.start_pos[0] - 1))
                 if reason:
                     counts["equivalent (listed)"] += 1
                     entry["equivalent"] = reason

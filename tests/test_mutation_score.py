@@ -277,6 +277,16 @@ def test_each_listed_equivalent_stands_for_one_survivor():
     assert ms.equivalent_reason(entries, used, "n.py", "other", "x = 1") is None
 
 
+def test_an_equivalent_written_after_a_line_stands_only_for_the_line_after_it():
+    """A bare ``continue`` appears in many places: an entry with ``after``
+    explains only the one whose line before holds that text."""
+    entries = [{"module": "m.py", "operator": "op", "text": "continue", "after": "seen.add(x)",
+                "reason": "after the add"}]
+    used: set = set()
+    assert ms.equivalent_reason(entries, used, "m.py", "op", "continue", "if x in seen:") is None
+    assert ms.equivalent_reason(entries, used, "m.py", "op", "continue", "seen.add(x)") == "after the add"
+
+
 def test_a_retry_of_survivors_runs_again_only_those_no_listed_equivalent_explains():
     """After new tests, survivors run again; a listed equivalent does not
     (it is known to survive): of two survivors of one operator on a line
