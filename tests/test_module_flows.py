@@ -295,6 +295,11 @@ CRASHING = {
         "assert self._ok",
         "def _fill(self, _):\n    with self._q:\n        raise LookupError\n    self._ok = False\n",
         _STEERED),
+    "a-local-def-rebound-to-a-method-that-raises-by-the-buffer": (
+        "def g(_):\n    return None\ng = self._check\nself._ok = True\n"
+        "try:\n    g(0)\nexcept LookupError:\n    self._ok = False",
+        "assert self._ok",
+        "def _check(self, _):\n    if self.topk_indices_buffer is None:\n        raise LookupError\n"),
     # longer than the fixpoint's 200 rounds: every attribute may hold it
     "a-chain-of-methods-longer-than-the-fixpoint": (
         "self._y = self._m0()", "assert self._y is not None",
