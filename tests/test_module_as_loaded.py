@@ -285,6 +285,13 @@ NOT_SAFE = {
                                   "setattr with a computed name"),
     "imports-under-a-module-level-test-named-before-type-checking": (dict(
         top="DEBUG = False\n\nif DEBUG:\n    import einops\n\n\n"), "a module-level If statement"),
+    "imports-under-an-attribute-test-sorting-before-type-checking": (dict(
+        top="import typing\n\nif typing.A_FLAG:\n    import einops\n\n\n"), "a module-level If statement"),
+    "imports-under-an-attribute-test-sorting-after-type-checking": (dict(
+        top="if torch.version:\n    import einops\n\n\n"), "a module-level If statement"),
+    "another-class-sorting-before-it-with-a-base-that-runs-module-code": (dict(
+        top="def _mk():\n    return object\n\n\nclass Aux(_mk()):\n    pass\n\n\n"),
+        "a base or keyword of Aux runs code"),
     "dict-unpacking-in-a-module-constant": (dict(top="_A = {0: 1}\n_B = {**_A}\n\n\n"),
                                             "is assigned a value that is not a constant"),
     "module-function-as-a-dict-key": (dict(top="def _key():\n    return 0\n\n\n_B = {_key(): 1}\n\n\n"),
@@ -317,6 +324,10 @@ PLAIN = {
                                   swa_test="self.compress_ratio in _SWA_ONLY_RATIOS"),
     "module-constant-frozenset": dict(top="_SWA = frozenset({0, 1})\n\n\n",
                                       swa_test="self.compress_ratio in _SWA"),
+    "a-module-constant-naming-a-class-sorting-before-it": dict(
+        top="class Aux:\n    pass\n\n\n_KIND = Aux\n\n\n"),
+    "a-module-constant-naming-a-class-sorting-after-it": dict(
+        top="class _Aux:\n    pass\n\n\n_KIND = _Aux\n\n\n"),
     "type-checking-imports": dict(top="if TYPE_CHECKING:\n    from vllm.config import VllmConfig\n\n\n"),
     "logger": dict(top="from vllm.logger import init_logger\n\nlogger = init_logger(__name__)\n\n\n"),
     "for-else": dict(warmup=("for _r in (0, 1):", "    if self.compress_ratio == _r:", "        break",
