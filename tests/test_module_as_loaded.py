@@ -299,6 +299,12 @@ NOT_SAFE = {
     "getattr-with-one-argument": (dict(body="    def _unused(self):\n        getattr(self)\n\n"),
                                   "getattr with a computed name"),
     "bases-thirty-three-deep": (dict(top=_chain("_M", 33), bases="_M0, "), "bases nest too deep"),
+    # M3 reads every statement of the body, those after a `pass` too.
+    "buffer-at-class-level-after-a-pass": (dict(body="    pass\n    topk_indices_buffer = None\n\n"),
+                                           "defines topk_indices_buffer at class level"),
+    "buffer-at-class-level-after-an-annotation": (dict(
+        body="    window_size: int\n    topk_indices_buffer = None\n\n"),
+        "defines topk_indices_buffer at class level"),
     # A decorator on a member runs at class creation (and may leave a
     # descriptor that acts on the class), called by the warmup or not.
     "unseen-decorator-on-a-member-the-warmup-does-not-call": (dict(

@@ -219,6 +219,17 @@ CRASHING = {
     "an-imported-iterator-advanced-on-a-path-the-buffer-chose": (
         "if topk_indices_buffer is None:\n    next(CYCLE)", "assert next(CYCLE) == 0", "",
         "from vllm.dspark_flows_shared import CYCLE\n"),
+    "an-imported-module-s-iterator-advanced-on-a-path-the-buffer-chose": (
+        "if topk_indices_buffer is None:\n    next(shared.CYCLE)", "assert next(shared.CYCLE) == 0", "",
+        "import vllm.dspark_flows_shared as shared\n"),
+    # torch's in-place functions (a name ending in `_`) change their first
+    # argument: a local, or an imported module's tensor
+    "a-local-filled-by-a-torch-init-function": (
+        "w = torch.zeros(1)\ntorch.nn.init.constant_(w, float(topk_indices_buffer is not None))\n"
+        "self._w = w", "x = 1 // int(self._w[0])"),
+    "an-imported-tensor-filled-by-a-torch-init-function": (
+        "torch.nn.init.constant_(shared.T, float(topk_indices_buffer is not None))",
+        "x = 1 // int(shared.T[0])", "", "import vllm.dspark_flows_shared as shared\n"),
     # an imported dict (or list) reached by another way: a default, a class
     # body, a helper class, typing.cast, a property; cleared on a chosen path
     "an-imported-list-cleared-on-a-path-the-buffer-chose": (
@@ -332,6 +343,19 @@ PLAIN = {
         "assert F.relu(torch.ones(1))[0] == 1", "", "import torch.nn.functional as F\n"),
     "a-setattr-of-another-name": ("w = 128\nsetattr(self, 'window_size_', w)\nself._w = w",
                                   "assert self._w is not None"),
+    # a method's *args take only what its callers pass (a private name
+    # sorts before __init__: not a constructor)
+    "a-private-method-s-star-arguments": ("self._b = self.__first(1, 2)", "assert self._b is not None",
+                                          "def __first(self, *values):\n    return values[0]\n"),
+    "more-arguments-than-parameters-into-star-args": (
+        "self._b = self._sum(1, 2, 3)", "assert self._b == 6",
+        "def _sum(self, a, *rest):\n    return a + sum(rest)\n"),
+    # a builtin called on a path the buffer chose holds nothing afterwards
+    "a-builtin-called-on-a-path-the-buffer-chose": (
+        "if topk_indices_buffer is not None:\n    x = len([1])\nself._n = len([2])", "assert self._n == 1"),
+    "a-class-defined-in-init": ("class _Local:\n    pass\nself._b = 1", "assert self._b is not None"),
+    "the-buffer-registered-under-another-name": (
+        "self.register_buffer('_keep', topk_indices_buffer)\nself._w = 1", "assert self._w is not None"),
 }
 
 _counter = itertools.count()
