@@ -75,6 +75,13 @@ NOT_SAFE = {
         top=STRICT, after="setattr(DeepseekV4FlashMLAAttention, '_prepare', _strict)\n"),
         "a module-level Expr statement"),
     "import-outside-the-allow-list": (dict(top="import sys\n\n\n"), "imports sys"),
+    "a-star-import-of-an-allowed-package": (dict(top="from torch.nn.functional import *\n\n\n"),
+                                            "a star import"),
+    # PEP 562's module __getattr__, bound second in a chained assignment:
+    # the reason names it
+    "module-getattr-bound-second-in-a-chain": (dict(
+        top="def _lookup(name):\n    raise AttributeError(name)\n\n\n_g = __getattr__ = _lookup\n\n\n"),
+        "binds the special name __getattr__"),
     "mixin-defined-again-after-the-class": (dict(
         top="class _Mixin:\n    def _ready(self):\n        return self.topk_indices_buffer.shape[-1]\n\n\n",
         bases="_Mixin, ", warmup=("self._ready()",),
@@ -886,3 +893,8 @@ def test_annotations_are_not_run_under_from_future_import_annotations(stock):
     assert lazy.verdict is Verdict.FIXED, lazy.reason
     eager = classify_source(text)
     assert eager.verdict is Verdict.UNKNOWN and "an annotation of _typed runs code" in eager.reason
+    # Other features of __future__ (sorting before or after "annotations")
+    # leave annotations eager.
+    for feature in ("absolute_import", "generator_stop"):
+        other = classify_source(f"from __future__ import {feature}\n" + text)
+        assert other.verdict is Verdict.UNKNOWN and "an annotation of _typed runs code" in other.reason

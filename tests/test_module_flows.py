@@ -383,7 +383,7 @@ def _shared_module():
     shared.CYCLE = itertools.cycle([0, 1])  # 0 at each warmup, unless advanced before
     shared.REG = {}
     shared.LISTS = collections.defaultdict(list)
-    sys.modules.setdefault(shared.__name__, shared)
+    sys.modules[shared.__name__] = shared  # fresh for each variant: its own iterator, dict, lists
 
 
 def _fails_without_the_buffer(source: str, tmp_path) -> bool:

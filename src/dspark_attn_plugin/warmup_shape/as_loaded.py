@@ -341,8 +341,9 @@ def check_module(tree: ast.Module, cls: ast.ClassDef) -> None:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             r.require(all(isinstance(t, ast.Name) for t in targets), stmt,
                       "a module-level assignment to something other than a name")
-            r.require(all(not _special(t.id) or t.id == "__all__" for t in targets), stmt,
-                      f"the module binds the special name {targets[0].id}")
+            special = [t.id for t in targets if _special(t.id) and t.id != "__all__"]
+            r.require(not special, stmt,  # `_g = __getattr__ = f` names __getattr__
+                      f"the module binds the special name {special[0] if special else ''}")
             if isinstance(stmt, ast.AnnAssign):
                 r.require(r.future_annotations or r.inert(stmt.annotation), stmt,
                           f"the annotation of {stmt.target.id} runs code")
