@@ -773,6 +773,7 @@ def run_module(module: str, python: str, mapping: Path, retry: bool = False) -> 
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import WorkerOutcome, WorkResult
 
+    _patch_exception_replacer()
     source = (PACKAGE / module).read_text(encoding="utf-8")
     if "from __future__ import annotations" not in source:
         raise SystemExit(f"{module}: annotations would be evaluated; the annotation rule does not hold")
@@ -1049,10 +1050,44 @@ def scope_key(module: str, source: str, mutated: str) -> str | None:
     return _code_key(f"{module}\0{name}\0{text}")
 
 
+def _patch_exception_replacer() -> None:
+    """Cosmic Ray 8.7's ExceptionReplacer sets ``.value`` on each exception
+    of a handler, taking each for a name leaf: in a tuple, a dotted one
+    (``except (csv.Error, StopIteration)``) is a node, and making that
+    mutant fails with AttributeError (the whole run stops). Here such a
+    node is replaced by the name CosmicRayTestingException, as a plain
+    name is; every other mutant is made as before (its key unchanged). A
+    dotted exception alone (``except csv.Error``) it already mutates, at the
+    dot (``csvCosmicRayTestingExceptionError``, unbound: that handler
+    catches nothing either).
+    Idempotent; this process makes the mutants (the local distributor)."""
+    from cosmic_ray.exceptions import CosmicRayTestingException
+    from cosmic_ray.operators.exception_replacer import ExceptionReplacer
+    from parso.python.tree import Name, PythonNode
+
+    original = ExceptionReplacer.mutate
+    if getattr(original, "dotted_in_a_tuple", False):
+        return
+
+    def mutate(self, node, index):
+        target = self._name_nodes(node)[index]
+        if not isinstance(target, PythonNode):
+            return original(self, node, index)
+        first = target.get_first_leaf()
+        leaf = Name(CosmicRayTestingException.__name__, first.start_pos, first.prefix)
+        leaf.parent = target
+        target.children = [leaf]
+        return node
+
+    mutate.dotted_in_a_tuple = True
+    ExceptionReplacer.mutate = mutate
+
+
 def _mutated(source: str, spec) -> str:
     from cosmic_ray.mutating import mutate_code
     from cosmic_ray.plugins import get_operator
 
+    _patch_exception_replacer()
     return mutate_code(source, get_operator(spec.operator_name)(**spec.operator_args),
                        spec.occurrence) or ""
 

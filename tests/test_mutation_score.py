@@ -477,3 +477,22 @@ def test_a_mutant_of_a_continuation_line_runs_the_tests_of_its_whole_statement(t
     # The header of the `if`, not its body.
     assert ms.select_tests(mapping, "m.py", [5]) == (["t.py::a_false", "t.py::a_true"], "lines")
     assert ms.select_tests(mapping, "m.py", [6]) == (["t.py::body"], "lines")
+
+
+def test_a_dotted_exception_in_a_tuple_is_mutated_not_a_crash():
+    """Cosmic Ray 8.7 stops the whole run on ``except (csv.Error, X)``; the
+    driver's patch replaces that exception by the testing exception's name
+    and leaves the mutants Cosmic Ray already makes as they were."""
+    pytest.importorskip("cosmic_ray")
+    from cosmic_ray.mutating import mutate_code
+    from cosmic_ray.plugins import get_operator
+
+    ms._patch_exception_replacer()
+    ms._patch_exception_replacer()  # idempotent
+    source = ("import csv\ntry:\n    pass\nexcept (csv.Error, StopIteration):\n    pass\n"
+              "try:\n    pass\nexcept csv.Error:\n    pass\n")
+    made = [mutate_code(source, get_operator("core/ExceptionReplacer")(), k) for k in range(4)]
+    assert "except (CosmicRayTestingException, StopIteration):" in made[0]
+    assert "except (csv.Error, CosmicRayTestingException):" in made[1]
+    assert "except csvCosmicRayTestingExceptionError:" in made[2]  # as Cosmic Ray makes it
+    assert made[3] is None
