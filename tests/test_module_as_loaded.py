@@ -305,6 +305,23 @@ NOT_SAFE = {
                                       "is assigned a value that is not a constant"),
     "getattr-with-one-argument": (dict(body="    def _unused(self):\n        getattr(self)\n\n"),
                                   "getattr with a computed name"),
+    # Values and decorators that run code at import: a builtin other than
+    # tuple/frozenset (an iterator is state), module code inside a union, a
+    # keyword argument or a decorator's arguments, a builtin as a decorator.
+    "a-module-iterator-made-by-a-builtin": (dict(top="_IT = iter((0, 1))\n\n\n"),
+                                            "_IT is assigned a value that is not a constant"),
+    "a-union-with-a-module-function-call": (dict(
+        top="def _kind():\n    return int\n\n\n_T = torch.Tensor | _kind()\n\n\n"),
+        "_T is assigned a value that is not a constant"),
+    "an-imported-call-with-a-keyword-running-module-code": (dict(
+        top="from torch import device\n\n\ndef _mk():\n    return 'cpu'\n\n\n_CPU = device(type=_mk())\n\n\n"),
+        "_CPU is assigned a value that is not a constant"),
+    "a-builtin-decorator-on-a-member": (dict(body="    @print\n    def _unused(self):\n        return None\n\n"),
+                                        "_unused has a decorator the walk cannot see"),
+    "a-decorator-call-running-module-code-on-another-class": (dict(
+        top="from functools import lru_cache\n\n\ndef _size():\n    return 1\n\n\n"
+            "class _Cache:\n    @lru_cache(maxsize=_size())\n    def _f(self):\n        return 0\n\n\n"),
+        "_f has a decorator the walk cannot see"),
     "bases-thirty-three-deep": (dict(top=_chain("_M", 33), bases="_M0, "), "bases nest too deep"),
     # M3 reads every statement of the body, those after a `pass` too.
     "buffer-at-class-level-after-a-pass": (dict(body="    pass\n    topk_indices_buffer = None\n\n"),
@@ -391,6 +408,14 @@ PLAIN = {
     # Code that would raise if it ran, in a method nothing calls.
     "setattr-without-a-value-in-a-method-never-called": dict(
         body="    def _unused(self):\n        setattr(self, '_x')\n\n"),
+    "module-all": dict(top="__all__ = ['DeepseekV4FlashMLAAttention']\n\n\n"),
+    # A method without parameters (called on the class) before one storing
+    # on its own instance.
+    "a-method-without-parameters-before-one-that-stores": dict(
+        body="    def _nothing():\n        return None\n\n    def _setup(self):\n        self._ready = True\n\n"),
+    "an-imported-decorator-on-another-class": dict(
+        top="from functools import lru_cache\n\n\nclass _Cache:\n    @lru_cache(maxsize=None)\n"
+            "    def _f(self):\n        return 0\n\n\n"),
 }
 
 
