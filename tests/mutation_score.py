@@ -181,7 +181,18 @@ def stale_test_files(mapping: dict) -> tuple[list[str], list[str]]:
 def build_map(python: str, tests: list[str] | None = None) -> Path:
     """Measure ``tests`` (all offline tests when None: a new map; else added
     to the map there is, their lines put in its numbering). A map whose
-    test files changed since it was made is brought up to date first."""
+    test files changed since it was made is brought up to date first. One
+    process at a time: workers started apart share the map and its
+    coverage files (a second one waits, then finds the map made)."""
+    import fcntl
+
+    WORK.mkdir(parents=True, exist_ok=True)
+    with open(WORK / "map.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _build_map(python, tests)
+
+
+def _build_map(python: str, tests: list[str] | None = None) -> Path:
     if tests is None and MAP.exists():
         mapping = json.loads(MAP.read_text())
         again, other = stale_test_files(mapping)
@@ -192,7 +203,7 @@ def build_map(python: str, tests: list[str] | None = None) -> Path:
         elif again:
             print(f"map: {', '.join(again)} changed since {mapping['made']}: measured again",
                   flush=True)
-            return build_map(python, again)
+            return _build_map(python, again)
         else:
             print(f"map: {MAP} (made {mapping['made']}; "
                   "`mutation_score.py map --new` makes it again)", flush=True)

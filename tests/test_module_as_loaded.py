@@ -323,6 +323,8 @@ NOT_SAFE = {
             "class _Cache:\n    @lru_cache(maxsize=_size())\n    def _f(self):\n        return 0\n\n\n"),
         "_f has a decorator the walk cannot see"),
     "bases-thirty-three-deep": (dict(top=_chain("_M", 33), bases="_M0, "), "bases nest too deep"),
+    "import-outside-the-allow-list-after-a-bare-annotation": (dict(top="_WIDTH: int\nimport sys\n\n\n"),
+                                                              "imports sys"),
     # M3 reads every statement of the body, those after a `pass` too.
     "buffer-at-class-level-after-a-pass": (dict(body="    pass\n    topk_indices_buffer = None\n\n"),
                                            "defines topk_indices_buffer at class level"),
