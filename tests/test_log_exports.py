@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from dspark_attn_plugin.log_exports import find_message, record_lines, record_source, vllm_lines
+from dspark_attn_plugin.log_input import LogError
 
 
 def _nested(inner: dict, levels: int, key: str = "") -> dict:
@@ -50,3 +53,66 @@ def test_a_first_line_longer_than_csv_s_field_limit_is_read_as_a_plain_log():
     first = "x" * 200_000 + ", y\n"
     assert list(vllm_lines([first, "INFO 12-06 10:00:00 [core.py:1] up\n"])) == [
         first, "INFO 12-06 10:00:00 [core.py:1] up\n"]
+
+
+def _one_record_in_pieces(message_bytes: int, piece: int = 1 << 20):
+    """A JSON array holding one record whose message is ``message_bytes``
+    long, in pieces of one long line (as ``log_input.TextLines`` gives it)."""
+    yield '[{"message": "'
+    for _ in range(message_bytes // piece):
+        yield "x" * piece
+    yield "x" * (message_bytes % piece) + '"}]\n'
+
+
+def test_records_of_a_few_mib_are_read_from_json_and_csv_exports():
+    """A record holding a long message (a traceback with a huge tensor
+    repr, a dumped config) is read whole, from a JSON array and from a CSV
+    export's quoted field; only records past the 256 MiB limit are refused."""
+    size = 2 << 20
+    lines = list(vllm_lines(_one_record_in_pieces(size)))
+    assert [len(line) for line in lines] == [size]
+    field = "y" * size
+    csv_lines = list(vllm_lines(["timestamp,message\n", f'1,"{field}\nsecond line"\n']))
+    assert [len(line) for line in csv_lines] == [size, len("second line")]
+
+
+def test_a_json_record_past_256_mib_is_refused_naming_the_limit():
+    """The bound on memory: a record that grows past 256 MiB is refused
+    with an error naming the limit, not held (here 256 MiB and 16 bytes)."""
+    with pytest.raises(LogError, match=r"the log: a JSON record longer than 256 MiB$"):
+        for _ in vllm_lines(_one_record_in_pieces(256 << 20)):
+            pass
+
+
+def test_a_pretty_printed_record_that_ends_shortly_after_a_long_line_is_read():
+    """A record whose first lines did not decode is tried again when the
+    buffer has doubled; at the end of the input it is tried once more
+    whatever its length, so a short closing line after a long one reads."""
+    text = ["[\n", '  {"message": "' + "m" * 200 + '",\n', '   "pod": "p"}\n', "]\n"]
+    lines = list(vllm_lines(text))
+    assert lines == ["m" * 200] and lines[0].source == "pod=p"
+
+
+def test_a_traceback_held_under_two_keys_is_read_once():
+    """A JSON formatter that dumps the whole logging record gives the
+    traceback twice (``exc_info`` formatted, and ``exc_text``): its lines
+    follow the message once."""
+    trace = "Traceback (most recent call last):\n  File \"x.py\", line 1\nAssertionError\n"
+    record = {"levelname": "ERROR", "message": "EngineCore failed to start.",
+              "exc_info": trace, "exc_text": trace, "stack_trace": "other\n"}
+    assert record_lines(record) == [
+        "ERROR 01-01 00:00:00 [json:0] EngineCore failed to start.",
+        "Traceback (most recent call last):", '  File "x.py", line 1', "AssertionError"]
+
+
+def test_vllm_s_head_goes_on_the_first_line_of_a_levelled_multi_line_message():
+    """A logging formatter's record keeps the level apart; its message gets
+    vLLM's head on its first line only, and only when that line has none
+    (a later line that looks like vLLM's does not count)."""
+    record = {"levelname": "ERROR", "filename": "core.py", "lineno": 7,
+              "message": "EngineCore failed to start.\nsecond\nINFO 12-06 10:00:00 [x.py:1] third"}
+    assert record_lines(record) == [
+        "ERROR 01-01 00:00:00 [core.py:7] EngineCore failed to start.", "second",
+        "INFO 12-06 10:00:00 [x.py:1] third"]
+    already = {"levelname": "ERROR", "message": "ERROR 12-06 10:00:00 [core.py:7] failed\nsecond"}
+    assert record_lines(already) == ["ERROR 12-06 10:00:00 [core.py:7] failed", "second"]
