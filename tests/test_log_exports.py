@@ -5,12 +5,15 @@ field limit (a plain log, not a CSV export)."""
 
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
 
 from dspark_attn_plugin.log_exports import find_message, record_lines, record_source, vllm_lines
-from dspark_attn_plugin.log_input import LogError
+from dspark_attn_plugin.log_input import LogError, TextLines
+
+from test_log_formats import CRASH, PROTECTED, gcp_array, gcp_record, judged, lines_of, stamp
 
 
 def _nested(inner: dict, levels: int, key: str = "") -> dict:
@@ -74,6 +77,11 @@ def test_records_of_a_few_mib_are_read_from_json_and_csv_exports():
     field = "y" * size
     csv_lines = list(vllm_lines(["timestamp,message\n", f'1,"{field}\nsecond line"\n']))
     assert [len(line) for line in csv_lines] == [size, len("second line")]
+    # as the input reader gives it: a long line in pieces
+    data = f'timestamp,message\n1,"{field}\nsecond line"\n2,third\n'.encode()
+    pieces = list(TextLines(io.BytesIO(data), "export.csv"))
+    assert len(pieces) > 3  # the long row came in pieces
+    assert [len(line) for line in vllm_lines(pieces)] == [size, len("second line"), len("third")]
 
 
 def test_a_json_record_past_256_mib_is_refused_naming_the_limit():
@@ -116,3 +124,69 @@ def test_vllm_s_head_goes_on_the_first_line_of_a_levelled_multi_line_message():
         "INFO 12-06 10:00:00 [x.py:1] third"]
     already = {"levelname": "ERROR", "message": "ERROR 12-06 10:00:00 [core.py:7] failed\nsecond"}
     assert record_lines(already) == ["ERROR 12-06 10:00:00 [core.py:7] failed", "second"]
+
+
+# --- exports as shippers and APIs write them (held-out mutations, 2026-12-06) ----------
+
+
+def test_an_aws_filter_log_events_download_of_two_log_streams_is_two_sources():
+    """``aws logs filter-log-events`` over a log group: each event names its
+    ``logStreamName`` (an ECS task, a pod); two streams' protected starts
+    are two servers, never one server shown protected."""
+    events = []
+    for i, line in enumerate(lines_of(PROTECTED)):
+        for stream in ("ecs/vllm/0f3a", "ecs/vllm/8d7e"):
+            events.append({"logStreamName": stream, "timestamp": 1764759600000 + i * 1000,
+                           "message": line, "ingestionTime": 1764759600500 + i * 1000,
+                           "eventId": str(len(events))})
+    d = judged(json.dumps({"events": events, "searchedLogStreams": []}, indent=4).encode())
+    assert d.exit_code == 2 and "holds the lines of 2 sources" in d.summary, d.summary
+
+
+def test_a_cloud_logging_entries_list_response_is_read_through_its_entries():
+    """The Cloud Logging API's ``entries:list`` response: the records in
+    ``entries``, beside ``nextPageToken``."""
+    entries = [gcp_record(i, line, False) for i, line in enumerate(lines_of(CRASH))]
+    d = judged(json.dumps({"entries": entries, "nextPageToken": "EAA"}, indent=2).encode())
+    assert d.exit_code == 1, d.summary
+
+
+def test_a_minified_search_response_without_a_final_newline_is_read_through_its_hits():
+    """``curl -s .../_search`` saves the response on one line with no final
+    newline: one JSON value holding the records, not a JSON-lines log."""
+    lines = lines_of(CRASH)
+    kept = [line for line in lines[:-200] if "Resolved architecture" in line] + lines[-200:]
+    hits = [{"_index": "logs", "_id": str(i), "_source": {"@timestamp": stamp(i), "message": line}}
+            for i, line in enumerate(kept)]
+    body = {"took": 3, "timed_out": False, "hits": {"total": {"value": len(hits)}, "hits": hits}}
+    data = json.dumps(body).encode()
+    assert len(data) < 64 * 1024  # one piece of the input, as a short response is
+    d = judged(data)
+    assert d.exit_code == 1 and d.lines_read == len(hits), d.summary
+
+
+def test_a_level_kept_outside_the_payload_gives_the_payload_s_message_vllm_s_head():
+    """GKE moves a JSON logger's ``severity`` out of ``jsonPayload``, where
+    its ``filename`` and ``lineno`` stay: the message still gets vLLM's
+    head, so a protected start reads protected."""
+    record = {"severity": "INFO", "jsonPayload": {"message": "started", "filename": "core.py",
+                                                  "lineno": 7}}
+    assert record_lines(record) == ["INFO 01-01 00:00:00 [core.py:7] started"]
+    from test_log_reader_details import _offline_start
+
+    records = []
+    for i, line in enumerate(_offline_start(0, False)):  # an in-process engine, protected
+        level, _, _, where, message = line.split(" ", 4)
+        filename, lineno = where.strip("[]").split(":")
+        records.append({"severity": level, "timestamp": stamp(i), "jsonPayload": {
+            "message": message, "filename": filename, "lineno": int(lineno)}})
+    assert judged(json.dumps(records, indent=2).encode()).exit_code == 0
+
+
+def test_a_json_export_cut_inside_a_record_is_refused_not_judged():
+    """A download cut off in the middle of a record (a full disk, a killed
+    ``gcloud``): an error, never a verdict on what was read before it."""
+    text = gcp_array(lines_of(PROTECTED))
+    cut = text[:text.rindex('"textPayload"')]
+    with pytest.raises(LogError, match="the JSON export ends in the middle of a record"):
+        judged(cut.encode())
