@@ -449,3 +449,21 @@ def test_a_restart_cut_early_quotes_the_start_before_it_as_that_start():
     assert (d.exit_code, d.starts) == (0, 2), d.summary
     assert "had not reached its warmup; start 1 (from line 1)" in d.summary, d.summary
     assert d.summary.count("This is the last of") == 0, d.summary
+
+
+def test_the_same_assertion_in_another_function_of_flashmla_is_another_crash():
+    """#50615 is the warmup's assertion in ``forward_mqa``; the same
+    assertion in ``_forward_prefill`` (a sparse layer's prefill, which the
+    plugin does not change) is a different crash, whatever the function's
+    name sorts before or after."""
+    for func in ("_forward_prefill", "forward_prefill", "forward_mqa_v2"):
+        lines = _offline_start(0, True)
+        at = lines.index(next(l for l in lines if l.endswith("line 90, in forward_mqa")))
+        head = lines[at][:lines[at].index('  File "')]
+        lines[at + 1:at + 1] = [head + '    return self._prefill(q, kv)',
+                                head + f'  File "/v/vllm/models/deepseek_v4/nvidia/flashmla.py", line 130, in {func}']
+        d = diagnosed("\n".join(lines) + "\n")
+        assert (d.verdict, d.exit_code) == ("other-crash", 3), (func, d.summary)
+        assert f"flashmla.py:130 in {func}" in d.summary, d.summary
+    d = diagnosed("\n".join(_offline_start(0, True)) + "\n")
+    assert (d.verdict, d.exit_code) == ("crash-50615", 1), d.summary
