@@ -467,3 +467,47 @@ def test_the_same_assertion_in_another_function_of_flashmla_is_another_crash():
         assert f"flashmla.py:130 in {func}" in d.summary, d.summary
     d = diagnosed("\n".join(_offline_start(0, True)) + "\n")
     assert (d.verdict, d.exit_code) == ("crash-50615", 1), d.summary
+
+
+def _timed(lines: list[str], times: list[str]) -> list[str]:
+    """``lines`` (vLLM's head, no prefix) stamped ``times`` (HH:MM:SS)."""
+    out = []
+    for line, when in zip(lines, times):
+        level, day, _, rest = line.split(" ", 3)
+        out.append(f"{level} {day} {when} {rest}")
+    return out
+
+
+def test_a_restart_a_second_after_the_start_before_it_is_the_same_server():
+    """An offline engine made again at once (10:01:03, then 10:01:04): the
+    restart's time is after the lines above it, whatever its seconds' bits
+    (one server restarted, not two servers' logs)."""
+    first = _timed(_offline_start(0, False), ["10:00:58", "10:00:59", "10:01:00", "10:01:02", "10:01:03"])
+    second = _timed(_offline_start(0, False), ["10:01:04", "10:01:05", "10:01:06", "10:01:07", "10:01:08"])
+    d = diagnosed("\n".join(first + second) + "\n")
+    assert (d.verdict, d.exit_code, d.starts) == ("protected", 0, 2), d.summary
+
+
+def test_a_restart_after_exited_with_code_begins_at_its_first_vllm_line():
+    """After a supervisor's "exited with code 1", its own lines (no prefix,
+    no vLLM head) are not the new start: that begins at the first vLLM line."""
+    lines = (_offline_start(0, True) + ["vllm exited with code 1", "restarting vllm in 5 s",
+                                        "+ python serve.py"] + _offline_start(5, False))
+    first_vllm = len(_offline_start(0, True)) + 4
+    d = diagnosed("\n".join(lines) + "\n")
+    assert (d.exit_code, d.starts) == (0, 2), d.summary
+    assert f"(it begins at line {first_vllm})." in d.summary, d.summary
+
+
+def test_the_plugin_s_warning_is_reported_from_its_name_to_300_characters():
+    """A WARNING of the plugin that left vLLM's code alone: the report
+    quotes it from "dspark-attn-plugin" on, cut at 300 characters."""
+    warning = ("dspark-attn-plugin cannot patch vllm.models.deepseek_v4.nvidia.flashmla."
+               "DeepseekV4FlashMLAAttention.forward_mqa in vLLM 0.26.0 safely (" + "a reason " * 40
+               + ") and left it untouched")
+    lines = protected_start(["12-04 10:00:00"] * 5)
+    lines[1] = logged("EngineCore pid=200", "12-04 10:00:01", "instrumentation.py:148",
+                      "[plugins] " + warning, level="WARNING")
+    d = diagnosed("\n".join(lines) + "\n")
+    [core] = [p for p in d.processes if p["plugin"]]
+    assert core["plugin"] == [{"state": "left-alone", "detail": warning[:300]}], core["plugin"]
