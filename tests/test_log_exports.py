@@ -84,11 +84,24 @@ def test_records_of_a_few_mib_are_read_from_json_and_csv_exports():
     assert [len(line) for line in vllm_lines(pieces)] == [size, len("second line"), len("third")]
 
 
-def test_a_json_record_past_256_mib_is_refused_naming_the_limit():
-    """The bound on memory: a record that grows past 256 MiB is refused
-    with an error naming the limit, not held (here 256 MiB and 16 bytes)."""
-    with pytest.raises(LogError, match=r"the log: a JSON record longer than 256 MiB$"):
-        for _ in vllm_lines(_one_record_in_pieces(256 << 20)):
+def _record_of_length(total: int):
+    """A JSON array of one record that keeps ``total`` characters buffered
+    (the record, mostly whitespace, and the array's end), in 1 MiB pieces."""
+    head, tail = '[{"message": "x"', '}]\n'
+    yield head
+    spaces = total - (len(head) - 1) - len(tail)
+    for _ in range(spaces >> 20):
+        yield " " * (1 << 20)
+    yield " " * (spaces & ((1 << 20) - 1)) + tail
+
+
+def test_a_json_record_of_256_mib_is_read_and_one_character_more_is_refused():
+    """The bound on memory: a record that keeps up to 256 MiB buffered is
+    read; one character more is refused with an error naming the limit,
+    not held."""
+    assert list(vllm_lines(_record_of_length(256 << 20))) == ["x"]
+    with pytest.raises(LogError, match=r"^the log: a JSON record longer than 256 MiB$"):
+        for _ in vllm_lines(_record_of_length((256 << 20) + 1)):
             pass
 
 
@@ -190,3 +203,109 @@ def test_a_json_export_cut_inside_a_record_is_refused_not_judged():
     cut = text[:text.rindex('"textPayload"')]
     with pytest.raises(LogError, match="the JSON export ends in the middle of a record"):
         judged(cut.encode())
+
+
+# --- survivors of the mutation tool over log_exports.py (2026-12-06, later) -------------
+
+
+def test_a_json_export_is_read_record_by_record_not_held_whole():
+    """Each record comes out as soon as it is whole: the reader holds one
+    record at a time, whatever the export's size."""
+    taken = []
+
+    def pieces():
+        yield "[\n"
+        for i in range(100):
+            taken.append(i)
+            yield json.dumps({"message": f"m{i}"}) + ",\n"
+        yield '{"message": "last"}\n]\n'
+
+    lines = vllm_lines(pieces())
+    assert next(lines) == "m0" and len(taken) <= 2, len(taken)
+    assert list(lines)[-2:] == ["m99", "last"]
+    # pretty-printed (``gcloud logging read --format=json``): a record over
+    # several lines is tried again as it grows, and comes out within a few
+    taken.clear()
+    records = json.dumps([gcp_record(i, f"m{i}", False) for i in range(100)], indent=2)
+
+    def pretty():
+        for i, line in enumerate(records.splitlines(keepends=True)):
+            taken.append(i)
+            yield line
+
+    lines = vllm_lines(pretty())
+    assert next(lines) == "m0" and len(taken) < 3 * len(records.splitlines()) // 100, len(taken)
+    assert len(list(lines)) == 99
+    # the same array after other values (``[...]``, then ``{...}``)
+    taken.clear()
+
+    def after_others():
+        yield '[{"message": "a"}]\n'
+        yield '{"message": "b"}\n'
+        yield from pretty()
+
+    lines = vllm_lines(after_others())
+    assert [next(lines), next(lines), next(lines)] == ["a", "b", "m0"]
+    assert len(taken) < 3 * len(records.splitlines()) // 100, len(taken)
+
+
+def test_json_arrays_of_arrays_and_arrays_on_one_line_are_read():
+    """``jq -s`` of paginated responses (an array of arrays), and two
+    responses saved one after the other on one line (``curl a; curl b``)."""
+    assert list(vllm_lines(['[[{"message": "a"}], [{"message": "b"}]]\n'])) == ["a", "b"]
+    assert list(vllm_lines(["[\n", '  [{"message": "a"}],\n', '  [{"message": "b"}]\n', "]\n"])) == [
+        "a", "b"]
+    assert list(vllm_lines(['[{"message": "a"}][{"message": "b"}]\n'])) == ["a", "b"]
+    assert list(vllm_lines(['[{"message": "a"}] [{"message": "b"}]'])) == ["a", "b"]
+
+
+def test_a_first_line_of_words_and_commas_naming_no_message_is_a_plain_log():
+    """An entrypoint that echoes the GPUs (``0,1,2,3``) first: not a CSV
+    export's header, since no column names a message; read line by line."""
+    text = ["0,1,2,3\n", "INFO 12-06 10:00:00 [x.py:1] up\n"]
+    assert list(vllm_lines(text)) == text
+    header = ["@timestamp,@message,log stream\n", "INFO 12-06 10:00:00 [x.py:1] up\n"]
+    assert list(vllm_lines(header)) == header  # a column that is no field name
+
+
+def test_a_message_key_holding_an_object_without_text_does_not_hide_a_later_one():
+    """Filebeat puts a ``log`` object (file, offset) on each document; a
+    pipeline that keeps the line under another name (``body``, ``line``) is
+    still read."""
+    record = {"log": {"offset": 7, "file": {"path": "/var/log/containers/vllm.log"}},
+              "body": "INFO 12-06 10:00:00 [x.py:1] up"}
+    assert find_message(record) == (record, "INFO 12-06 10:00:00 [x.py:1] up")
+    nested = {"message": {"level": "INFO"}, "attributes": {"message": "up"}}
+    assert find_message(nested)[1] == "up"
+
+
+def test_a_csv_export_the_csv_reader_refuses_is_an_error_naming_it():
+    """A carriage return inside an unquoted field (a progress bar's): the
+    CSV export cannot be read, said as such (exit 4), not a traceback."""
+    with pytest.raises(LogError, match="the CSV export cannot be read: new-line character"):
+        list(vllm_lines(["@timestamp,@message\n", "1,Loading 50%\rLoading 100%\n"]))
+
+
+def test_a_traceback_beside_a_nested_message_or_at_the_record_s_top_is_read():
+    """A structured logger's record nested in the export's (``jsonPayload``):
+    its traceback beside its message, or at the top of the export's record,
+    follows the message."""
+    trace = "Traceback (most recent call last):\nAssertionError\n"
+    beside = {"severity": "ERROR", "jsonPayload": {"message": "failed", "exc_info": trace}}
+    top = {"severity": "ERROR", "jsonPayload": {"message": "failed"}, "stack_trace": trace}
+    for record in (beside, top):
+        assert record_lines(record) == ["failed", "Traceback (most recent call last):", "AssertionError"]
+
+
+def test_a_message_that_looks_like_a_dict_but_is_no_json_is_read_as_text():
+    """vLLM logs Python dicts (``{'model': ...}``): inside a JSON record's
+    message they are text, not a record to open."""
+    assert record_lines({"message": "{'model': 'deepseek-ai/DeepSeek-V4-Flash'}"}) == [
+        "{'model': 'deepseek-ai/DeepSeek-V4-Flash'}"]
+
+
+def test_compact_arrays_and_an_array_then_an_object_on_one_line_are_read():
+    """``jq -c`` writes arrays with no space after the commas; two
+    responses saved on one line may be an array, then an object."""
+    assert list(vllm_lines(['[{"message":"a"},{"message":"b"}]\n'])) == ["a", "b"]
+    assert list(vllm_lines(['[{"message": "a"}] {"message": "b"}\n'])) == ["a", "b"]
