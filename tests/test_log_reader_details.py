@@ -511,3 +511,67 @@ def test_the_plugin_s_warning_is_reported_from_its_name_to_300_characters():
     d = diagnosed("\n".join(lines) + "\n")
     [core] = [p for p in d.processes if p["plugin"]]
     assert core["plugin"] == [{"state": "left-alone", "detail": warning[:300]}], core["plugin"]
+
+
+def _dated(lines: list[str], day: str, times: list[str]) -> list[str]:
+    """``lines`` (vLLM's head, no prefix) dated ``day`` (MM-DD) at ``times``."""
+    return [f"{level} {day} {when} {rest}" for (level, _, _, rest), when in
+            zip((line.split(" ", 3) for line in lines), times)]
+
+
+def test_a_step_back_of_300_days_is_the_turn_of_a_year_and_less_is_another_server():
+    """vLLM's times have no year: a start 300 days or more "before" the lines
+    above it is a restart in the next year; one minute less is the log of
+    another server (a restart cannot go back in time)."""
+    first = _dated(_offline_start(0, False), "11-30", ["10:00:00", "10:00:01", "10:00:02", "10:00:03", "10:00:04"])
+    for when, verdict in (("10:00:04", "protected"), ("10:01:04", "inconclusive")):
+        # the second start begins at its second line ("Initializing ..."), 02-09 `when`
+        second = _dated(_offline_start(0, False), "02-09", ["09:00:00", when, when, when, when])
+        d = diagnosed("\n".join(first + second) + "\n")
+        assert (d.verdict, d.starts) == (verdict, 2), (when, d.summary)
+
+
+def test_one_step_back_in_time_is_no_log_read_newest_first():
+    """A clock set back once during a start (NTP): one step back, no step
+    forward, is not a log read newest first; as many steps back as forward
+    (lines of two clocks) is not either."""
+    once = _dated(_offline_start(0, False), "12-04", ["10:00:05", "10:00:00", "10:00:00", "10:00:00", "10:00:00"])
+    d = diagnosed("\n".join(once) + "\n")
+    assert (d.verdict, d.exit_code) == ("protected", 0), d.summary
+    even = _dated(_offline_start(0, False), "12-04", ["10:00:00", "10:00:05", "10:00:00", "10:00:05", "10:00:00"])
+    d = diagnosed("\n".join(even) + "\n")
+    assert (d.verdict, d.exit_code) == ("protected", 0), d.summary
+
+
+def test_a_ctrl_c_ending_in_a_dotted_cancelled_error_is_a_stop():
+    """asyncio's ``CancelledError`` is written with its module
+    (``asyncio.exceptions.CancelledError``) at a Ctrl-C: a stop, not a crash."""
+    lines = _offline_start(0, False) + [
+        "ERROR 12-04 10:01:00 [core.py:1] Traceback (most recent call last):",
+        'ERROR 12-04 10:01:00 [core.py:1]   File "/v/vllm/v1/engine/core.py", line 10, in run',
+        "ERROR 12-04 10:01:00 [core.py:1]     await task",
+        "ERROR 12-04 10:01:00 [core.py:1] asyncio.exceptions.CancelledError",
+    ]
+    d = diagnosed("\n".join(lines) + "\n")
+    assert (d.verdict, d.exit_code) == ("protected", 0), d.summary
+    assert "(The server was stopped at line 9 of the log.)" in d.summary, d.summary
+
+
+def test_a_log_that_begins_at_the_crash_s_innermost_frame_names_the_probable_50615():
+    """A log cut (``tail``) inside the crash's traceback, at its frame in
+    ``forward_mqa``: the frames of a traceback whose header was cut off
+    still count."""
+    tb = traceback_50615("(EngineCore_DP0 pid=214) ERROR 12-03 10:03:58 [core.py:708] ")
+    at = next(i for i, line in enumerate(tb) if line.endswith("in forward_mqa"))
+    d = diagnosed("\n".join(tb[at:]) + "\n")
+    assert d.exit_code == 2 and d.summary.startswith("Probably vllm-project/vllm#50615: AssertionError at "
+                                                     "/v/vllm/models/deepseek_v4/nvidia/flashmla.py:90 "
+                                                     "in forward_mqa"), d.summary
+
+
+def test_the_plugin_lines_carried_to_a_restart_stop_at_64():
+    """Plugin lines written before vLLM prefixed its output go with the
+    start that follows; the reader keeps the last 64 of them (bounded)."""
+    lines = _offline_start(0, True) + [PATCHED] * 70 + _offline_start(5, False)
+    d = diagnosed("\n".join(lines) + "\n")
+    assert d.starts == 2 and [len(p["plugin"]) for p in d.processes] == [64 + 1], d.processes
