@@ -575,3 +575,54 @@ def test_the_plugin_lines_carried_to_a_restart_stop_at_64():
     lines = _offline_start(0, True) + [PATCHED] * 70 + _offline_start(5, False)
     d = diagnosed("\n".join(lines) + "\n")
     assert d.starts == 2 and [len(p["plugin"]) for p in d.processes] == [64 + 1], d.processes
+
+
+# --- held-out mutations of log_reader.py (2026-12-06) ----------------------------------
+
+
+def test_a_traceback_ray_repeated_fifteen_times_is_each_worker_s_own_crash():
+    """Ray deduplicates the same traceback of many workers into one with
+    ``[repeated 15x across cluster]``: the worker that wrote it crashed too."""
+    lines = [logged("APIServer pid=100", "12-01 10:00:00", "model.py:623",
+                    "Resolved architecture: DeepseekV4ForCausalLM")]
+    for pid in (500, 501):
+        lines.append(logged(f"RayWorkerWrapper pid={pid}, ip=10.0.0.1", "12-01 10:00:10",
+                            "model_runner.py:305", "Model loading took 0.58 GiB and 15.8 seconds"))
+    for pid, repeated in ((500, ""), (501, " [repeated 15x across cluster]")):
+        head = f"(RayWorkerWrapper pid={pid}, ip=10.0.0.1) ERROR 12-01 10:00:30 [worker_base.py:620] "
+        lines += [line + repeated for line in traceback_50615(head)]
+    d = diagnosed("\n".join(lines) + "\n")
+    assert d.exit_code == 1, d.summary
+    assert d.crash["processes"] == ["RayWorkerWrapper pid=500", "RayWorkerWrapper pid=501"]
+
+
+def test_a_syslog_file_across_midnight_with_a_padded_day_is_one_source():
+    """rsyslog writes a day below 10 padded with a space (``Dec  9``); one
+    server's lines from ``Dec  9 23:59`` into ``Dec 10 00:00`` are one
+    source, not two."""
+    lines = text_of(PROTECTED).splitlines()
+    half = len(lines) // 2
+    wrapped = ([f"Dec  9 23:59:{i % 60:02d} gpu-node-3 vllm[4121]: {l}" for i, l in enumerate(lines[:half])]
+               + [f"Dec 10 00:00:{i % 60:02d} gpu-node-3 vllm[4121]: {l}" for i, l in enumerate(lines[half:])])
+    d = diagnosed("\n".join(wrapped) + "\n")
+    assert (d.verdict, d.exit_code) == ("protected", 0), d.summary
+
+
+def test_a_prefix_whose_text_collided_with_another_s_gets_the_next_bare_line():
+    """Two workers writing at once: ``(Worker_TP1 ...) (Worker_TP0 ...) text``
+    is TP0's line, and TP1's text comes on the next line with no prefix:
+    both workers' plugin lines are theirs."""
+    when = "12-06 07:10:17"
+    lines = [logged("APIServer pid=1", when, "model.py:547", "Resolved architecture: DeepseekV4ForCausalLM"),
+             f"(Worker_TP1 pid=332) (Worker_TP0 pid=331) INFO {when} [instrumentation.py:158] {PATCHED}",
+             f"INFO {when} [instrumentation.py:158] {PATCHED}"]
+    for tp, pid in ((0, 331), (1, 332)):
+        lines += [logged(f"Worker_TP{tp} pid={pid}", "12-06 07:12:20", "model_runner.py:305",
+                         "Model loading took 0.58 GiB and 15.8 seconds"),
+                  logged(f"Worker_TP{tp} pid={pid}", "12-06 07:14:49", "gpu_worker.py:298",
+                         "Available KV cache memory: 21.37 GiB")]
+    lines.append(logged("APIServer pid=1", "12-06 07:15:28", "launcher.py:1", "Application startup complete."))
+    d = diagnosed("\n".join(lines) + "\n")
+    assert (d.verdict, d.exit_code) == ("protected", 0), d.summary
+    plugin = {p["process"]: len(p["plugin"]) for p in d.processes if p["plugin"]}
+    assert plugin == {"Worker_TP0 pid=331": 1, "Worker_TP1 pid=332": 1}, plugin
