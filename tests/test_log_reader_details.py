@@ -271,11 +271,11 @@ def test_a_long_death_line_is_quoted_to_300_characters():
 
 
 def test_the_processes_reported_stop_at_the_cap():
-    """A Ray cluster of 600 worker pids: the report lists MAX_PROCESSES of them and one for the rest."""
+    """A Ray cluster of 600 worker pids: the report lists 512 of them and one for the rest."""
     lines = [logged(f"RayWorkerWrapper pid={1000 + i}, ip=10.0.0.1", "12-01 10:00:00",
                     "worker.py:1", "Worker started") for i in range(600)]
     d = diagnosed("\n".join(lines) + "\n")
-    assert len(d.processes) == MAX_PROCESSES + 1
+    assert len(d.processes) == MAX_PROCESSES + 1 == 512 + 1
 
 
 def test_the_names_a_process_is_reported_under_stop_at_eight():
@@ -626,3 +626,26 @@ def test_a_prefix_whose_text_collided_with_another_s_gets_the_next_bare_line():
     assert (d.verdict, d.exit_code) == ("protected", 0), d.summary
     plugin = {p["process"]: len(p["plugin"]) for p in d.processes if p["plugin"]}
     assert plugin == {"Worker_TP0 pid=331": 1, "Worker_TP1 pid=332": 1}, plugin
+
+
+def test_ray_s_bare_pid_prefix_is_reported_as_a_ray_process():
+    """Ray's older prefix names no actor (``(pid=500, ip=...)``): the
+    process is reported as ``ray pid=500``."""
+    lines = [logged("APIServer pid=100", "12-01 10:00:00", "model.py:623",
+                    "Resolved architecture: DeepseekV4ForCausalLM"),
+             "(pid=500, ip=10.0.0.1) INFO 12-01 10:00:10 [model_runner.py:305] "
+             "Model loading took 0.58 GiB and 15.8 seconds"]
+    lines += traceback_50615("(pid=500, ip=10.0.0.1) ERROR 12-01 10:00:30 [worker_base.py:620] ")
+    d = diagnosed("\n".join(lines) + "\n")
+    assert d.exit_code == 1 and d.crash["processes"] == ["ray pid=500"], d.summary
+
+
+def test_the_first_line_of_a_wrapped_log_keeps_its_closing_quote():
+    """A pod's log cut to begin at a death line that ends in a quote: the
+    line learnt the wrapper, and its text is quoted whole (only a wrapper
+    that opens a quote closes one)."""
+    death = ('[pod/vllm-0/vllm] (EngineCore_DP0 pid=200) ERROR 12-01 10:00:30 [core.py:1] Worker proc '
+             'VllmWorker-0 died unexpectedly, shutting down executor, signal "SIGKILL"')
+    stop = "[pod/vllm-0/vllm] (APIServer pid=100) INFO 12-01 10:00:31 [x.py:1] Shutting down"
+    d = diagnosed(death + "\n" + stop + "\n")
+    assert d.exit_code == 3 and 'executor, signal "SIGKILL"), at line 1' in d.summary, d.summary
