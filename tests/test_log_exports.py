@@ -6,6 +6,7 @@ field limit (a plain log, not a CSV export)."""
 from __future__ import annotations
 
 import io
+import itertools
 import json
 
 import pytest
@@ -246,6 +247,16 @@ def test_a_json_export_is_read_record_by_record_not_held_whole():
 
     lines = vllm_lines(after_others())
     assert [next(lines), next(lines), next(lines)] == ["a", "b", "m0"]
+    assert len(taken) < 3 * len(records.splitlines()) // 100, len(taken)
+    # an array that opens on the line where the one before it closes
+    taken.clear()
+
+    def opened_on_the_same_line():
+        yield '[{"message": "a"}]['
+        yield from itertools.islice(pretty(), 1, None)
+
+    lines = vllm_lines(opened_on_the_same_line())
+    assert [next(lines), next(lines)] == ["a", "m0"]
     assert len(taken) < 3 * len(records.splitlines()) // 100, len(taken)
 
 

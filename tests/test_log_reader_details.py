@@ -649,3 +649,24 @@ def test_the_first_line_of_a_wrapped_log_keeps_its_closing_quote():
     stop = "[pod/vllm-0/vllm] (APIServer pid=100) INFO 12-01 10:00:31 [x.py:1] Shutting down"
     d = diagnosed(death + "\n" + stop + "\n")
     assert d.exit_code == 3 and 'executor, signal "SIGKILL"), at line 1' in d.summary, d.summary
+
+
+def test_a_data_parallel_engine_initialised_after_another_loaded_is_the_same_start():
+    """``vllm serve --data-parallel-size 2``: an API server's engines start
+    one after the other; the second's "Initializing a V1 LLM engine" after
+    the first loaded the model is the same start, not a restart."""
+    lines = [logged("APIServer pid=100", "12-04 10:00:00", "api_server.py:1", "vLLM API server version 0.26.0"),
+             logged("APIServer pid=100", "12-04 10:00:01", "model.py:623",
+                    "Resolved architecture: DeepseekV4ForCausalLM")]
+    for dp in (0, 1):
+        core = f"EngineCore_DP{dp} pid={200 + dp}"
+        lines += [logged(core, "12-04 10:00:02", "core.py:116",
+                         "Initializing a V1 LLM engine (v0.26.0) with config: model='/m'"),
+                  logged(core, "12-04 10:00:03", "instrumentation.py:144", PATCHED),
+                  logged(core, "12-04 10:00:20", "model_runner.py:305", "Model loading took 0.58 GiB and 15.8 seconds")]
+    for dp in (0, 1):
+        lines.append(logged(f"EngineCore_DP{dp} pid={200 + dp}", "12-04 10:00:30", "gpu_worker.py:400",
+                            "Available KV cache memory: 10.00 GiB"))
+    lines.append(logged("APIServer pid=100", "12-04 10:00:40", "launcher.py:1", "Application startup complete."))
+    d = diagnosed("\n".join(lines) + "\n")
+    assert (d.verdict, d.exit_code, d.starts) == ("protected", 0, 1), d.summary
