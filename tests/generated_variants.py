@@ -367,6 +367,42 @@ MODULE_SHAPES = {
         top="_SEEN = []\n\n\ndef _keep(layer):\n    store = _SEEN\n"
             "    store.append(layer.compress_ratio)\n\n\n",
         warmup=("_keep(self)", "x = _SEEN[-1]"), plain=True),
+    # torch's in-place functions (names ending in `_`) and an unbound
+    # Tensor method change module state from the buffer, which the warmup
+    # reads back; and the same on a local tensor of the ratio (plain).
+    "torch-init-fills-a-module-tensor": ModuleShape(
+        top="_FLAG = torch.ones(1)\n\n\n",
+        warmup=("torch.nn.init.constant_(_FLAG, float(self.topk_indices_buffer is not None))",
+                "x = 1 // int(_FLAG[0])")),
+    "unbound-tensor-view-of-a-module-tensor": ModuleShape(
+        top="_FLAG = torch.ones(1)\n\n\n",
+        warmup=("v = torch.Tensor.view(_FLAG, -1)", "v[0] = float(self.topk_indices_buffer is not None)",
+                "x = 1 // int(_FLAG[0])")),
+    "torch-init-fills-a-local-plain": ModuleShape(
+        warmup=("w = torch.zeros(1)", "torch.nn.init.constant_(w, float(self.compress_ratio))"),
+        plain=True),
+    # functools.update_wrapper copying code between module functions: the
+    # function the warmup calls next runs another's code.
+    "update-wrapper-copies-code": ModuleShape(
+        top="from functools import update_wrapper\n\n\n" + _STRICT
+            + "def _module_probe(layer):\n    return 0\n\n\n",
+        warmup=("update_wrapper(_module_probe, _strict, assigned=('__code__',), updated=())",
+                "_module_probe(self)")),
+    # A context manager whose exit swallows the exception or not, as module
+    # state set from the buffer tells it.
+    "steered-with": ModuleShape(
+        top="_MODE = {}\n\n\nclass _Steered:\n    def __enter__(self):\n        return self\n\n"
+            "    def __exit__(self, *exc):\n        return _MODE.get('swa', False)\n\n\n",
+        warmup=("_MODE['swa'] = self.topk_indices_buffer is not None", "with _Steered():",
+                "    raise LookupError")),
+    # A module function handed the layer and the buffer, which keeps it on
+    # the layer for the warmup to read.
+    "module-function-handed-the-layer": ModuleShape(
+        top="def _keep(layer, v):\n    layer._kept = [v]\n\n\n",
+        warmup=("_keep(self, self.topk_indices_buffer)", "x = self._kept[0].shape")),
+    # A special module name bound second in a chained assignment.
+    "chained-special-name": ModuleShape(
+        top="def _lookup(name):\n    raise AttributeError(name)\n\n\n_g = __getattr__ = _lookup\n\n\n"),
 }
 
 
