@@ -320,3 +320,18 @@ def test_compact_arrays_and_an_array_then_an_object_on_one_line_are_read():
     responses saved on one line may be an array, then an object."""
     assert list(vllm_lines(['[{"message":"a"},{"message":"b"}]\n'])) == ["a", "b"]
     assert list(vllm_lines(['[{"message": "a"}] {"message": "b"}\n'])) == ["a", "b"]
+
+
+def test_a_message_under_message_keys_is_preferred_to_one_found_under_another_key():
+    """The message keys are searched first, to the same depth as any key:
+    a message nested under ``message`` objects wins over one in an earlier
+    object of another name."""
+    record = {"context": {"message": "other"}, "message": _nested({"message": "m"}, 5, "message")}
+    assert find_message(record)[1] == "m"
+
+
+def test_a_record_naming_its_line_number_only_gets_vllm_s_head():
+    """A JSON logger that keeps the level and the line number (no file
+    name, no ``levelname``): its message gets vLLM's head all the same."""
+    record = {"level": "info", "lineno": 12, "message": "started"}
+    assert record_lines(record) == ["INFO 01-01 00:00:00 [json:12] started"]
