@@ -670,3 +670,13 @@ def test_a_data_parallel_engine_initialised_after_another_loaded_is_the_same_sta
     lines.append(logged("APIServer pid=100", "12-04 10:00:40", "launcher.py:1", "Application startup complete."))
     d = diagnosed("\n".join(lines) + "\n")
     assert (d.verdict, d.exit_code, d.starts) == ("protected", 0, 1), d.summary
+
+
+def test_a_start_two_seconds_before_the_lines_above_it_is_another_servers():
+    """Steps in time below two seconds are interleaving; a start timed two
+    seconds or more before the lines above it is another server's log."""
+    first = _dated(_offline_start(0, False), "12-04", ["10:00:00", "10:00:01", "10:00:02", "10:00:03", "10:00:04"])
+    for when, verdict in (("10:00:02", "inconclusive"), ("10:00:03", "protected")):
+        second = _dated(_offline_start(0, False), "12-04", [when, when, "10:00:06", "10:00:07", "10:00:08"])
+        d = diagnosed("\n".join(first + second) + "\n")
+        assert (d.verdict, d.starts) == (verdict, 2), (when, d.summary)
