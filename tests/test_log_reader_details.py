@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from dspark_attn_plugin import diagnose
 from dspark_attn_plugin.log_reader import MAX_PROCESSES
 
@@ -135,14 +137,16 @@ def test_a_log_read_bottom_up_by_its_traceback_headers_is_said_to_read_newest_fi
 # --- what lines are read as ---------------------------------------------------------
 
 
-def test_ray_s_repeated_lines_are_each_worker_s_own_crash():
-    """A worker's traceback that Ray deduplicated (``[repeated 1x across cluster]``) is its #50615 crash."""
+@pytest.mark.parametrize("times", [1, 15])
+def test_ray_s_repeated_lines_are_each_worker_s_own_crash(times):
+    """A worker's traceback that Ray deduplicated (``[repeated 1x across
+    cluster]``, ``[repeated 15x ...]`` for a larger cluster) is its #50615 crash."""
     lines = [logged("APIServer pid=100", "12-01 10:00:00", "model.py:623",
                     "Resolved architecture: DeepseekV4ForCausalLM")]
     for pid in (500, 501):
         lines.append(logged(f"RayWorkerWrapper pid={pid}, ip=10.0.0.1", "12-01 10:00:10",
                             "model_runner.py:305", "Model loading took 0.58 GiB and 15.8 seconds"))
-    for pid, repeated in ((500, ""), (501, " [repeated 1x across cluster]")):
+    for pid, repeated in ((500, ""), (501, f" [repeated {times}x across cluster]")):
         head = f"(RayWorkerWrapper pid={pid}, ip=10.0.0.1) ERROR 12-01 10:00:30 [worker_base.py:620] "
         lines += [line + repeated for line in traceback_50615(head)]
     d = diagnosed("\n".join(lines) + "\n")
@@ -578,22 +582,6 @@ def test_the_plugin_lines_carried_to_a_restart_stop_at_64():
 
 
 # --- held-out mutations of log_reader.py (2026-12-06) ----------------------------------
-
-
-def test_a_traceback_ray_repeated_fifteen_times_is_each_worker_s_own_crash():
-    """Ray deduplicates the same traceback of many workers into one with
-    ``[repeated 15x across cluster]``: the worker that wrote it crashed too."""
-    lines = [logged("APIServer pid=100", "12-01 10:00:00", "model.py:623",
-                    "Resolved architecture: DeepseekV4ForCausalLM")]
-    for pid in (500, 501):
-        lines.append(logged(f"RayWorkerWrapper pid={pid}, ip=10.0.0.1", "12-01 10:00:10",
-                            "model_runner.py:305", "Model loading took 0.58 GiB and 15.8 seconds"))
-    for pid, repeated in ((500, ""), (501, " [repeated 15x across cluster]")):
-        head = f"(RayWorkerWrapper pid={pid}, ip=10.0.0.1) ERROR 12-01 10:00:30 [worker_base.py:620] "
-        lines += [line + repeated for line in traceback_50615(head)]
-    d = diagnosed("\n".join(lines) + "\n")
-    assert d.exit_code == 1, d.summary
-    assert d.crash["processes"] == ["RayWorkerWrapper pid=500", "RayWorkerWrapper pid=501"]
 
 
 def test_a_syslog_file_across_midnight_with_a_padded_day_is_one_source():
