@@ -51,7 +51,10 @@ class H(BaseHTTPRequestHandler):
             posts["n"] += 1
             print(f"fake POST max_tokens={k} prompts={n}", flush=True)
             if posts["n"] == jit_post:
-                print("(EngineCore pid=4242) WARNING " + time.strftime("%m-%d %H:%M:%S")
+                # Stamped as Python's logging does, from time.time(): a bare
+                # strftime() reads C time(), whose coarse clock lags the
+                # second boundary by a few ms and would stamp the second before.
+                print("(EngineCore pid=4242) WARNING " + time.strftime("%m-%d %H:%M:%S", time.localtime(time.time()))
                       + " [jit_monitor.py:135] Triton kernel JIT compilation during inference:"
                       " fake_kernel. This causes a latency spike", flush=True)
         time.sleep(float(os.environ.get("FAKE_BATCH_S", 0)) if k == 8 else 0.002 * k)
@@ -759,8 +762,8 @@ def test_warm_up_repeats_while_kernels_compile(tmp_path, monkeypatch):
         import time as _t
         if compiled["left"]:
             compiled["left"] -= 1
-            with open(log, "a") as fh:
-                fh.write("(EngineCore pid=1) WARNING " + _t.strftime("%m-%d %H:%M:%S")
+            with open(log, "a") as fh:  # stamped from time.time(), as logging does
+                fh.write("(EngineCore pid=1) WARNING " + _t.strftime("%m-%d %H:%M:%S", _t.localtime(_t.time()))
                          + " [jit_monitor.py:135] Triton kernel JIT compilation during inference:"
                          " k. This causes a latency spike\n")
             _t.sleep(2.1)  # the log has whole seconds: the next round starts past this one's
@@ -791,8 +794,8 @@ def test_warm_up_counts_clean_rounds_in_a_row_and_gives_up_after_its_tries(tmp_p
         def fake_run(argv):
             import time as _t
             if next(rounds):
-                with open(log, "a") as fh:
-                    fh.write("(EngineCore pid=1) " + _t.strftime("%Y-%m-%d %H:%M:%S")
+                with open(log, "a") as fh:  # stamped from time.time(), as logging does
+                    fh.write("(EngineCore pid=1) " + _t.strftime("%Y-%m-%d %H:%M:%S", _t.localtime(_t.time()))
                              + "  [TileLang:tilelang.jit.kernel:INFO] (kernel.py:141): TileLang "
                              "begins to compile kernel `mhc_pre_big_fuse_with_norm_tilelang`\n")
             _t.sleep(2.1)  # whole seconds in the log: the next round starts past it
