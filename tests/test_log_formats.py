@@ -607,6 +607,24 @@ def test_what_changes_within_one_source_keeps_it_one(make):
     assert d.exit_code == 0, d.summary
 
 
+@pytest.mark.parametrize("stray", [15, 16, 40])
+def test_torch_s_rank_lines_stay_no_source_after_many_stray_wrappers(stray):
+    """A terminal's log where other programs' output ran into vLLM's lines
+    (``stepN: (APIServer pid=...) ...``, each text once), then a Ctrl-C
+    whose tracebacks torch prefixed with ``[rank0]:`` and ``[rank1]:``:
+    however many stray wrappers were met, torch's prefix is no source, and
+    the log still reads protected."""
+    lines = lines_of(PROTECTED)
+    strays = [f"step{chr(97 + k % 26) * (1 + k // 26)}: " + lines[k] for k in range(stray)]
+    frames = ["Traceback (most recent call last):"] + [
+        f'  File "/v/vllm/v1/executor/multiproc_executor.py", line {600 + k}, in worker_busy_loop'
+        if k % 2 == 0 else "    method(*args)" for k in range(10)] + ["KeyboardInterrupt"]
+    ranks = [f"[rank{r}]: {l}" for r in (0, 1) for l in frames]
+    d = judged(("\n".join(strays + lines[stray:] + ["Received SIGINT, shutting down"] + ranks)
+                + "\n").encode())
+    assert d.exit_code == 0, d.summary
+
+
 # Held-out mutations of the source rules (2026-12-04) that no test noticed.
 
 
@@ -616,6 +634,18 @@ def test_two_journald_units_of_one_host_are_two_sources():
     b = [f"Nov 30 06:21:{i % 60:02d} host vllm-b[{900 + i}]: {l}" for i, l in enumerate(lines_of(PROTECTED))]
     d = _two(a, b)
     assert d.exit_code == 2 and "holds the lines of 2 sources" in d.summary, d.summary
+
+
+def test_a_tagged_name_after_journald_s_pid_still_names_the_source():
+    """journald masks its own ``ident[pid]:``, the first after the time; a
+    wrapper's ``gpu[0]:`` after it is a name, and ``gpu[1]:`` another source."""
+    a = [f"Nov 30 06:20:{i % 60:02d} host vllm[100]: gpu[0]: {l}" for i, l in enumerate(lines_of(CRASH))]
+    b = [f"Nov 30 06:21:{i % 60:02d} host vllm[900]: gpu[1]: {l}" for i, l in enumerate(lines_of(PROTECTED))]
+    d = _two(a, b)
+    assert d.exit_code == 2 and "holds the lines of 2 sources" in d.summary, d.summary
+    # One tag, restarted under a new pid: one source, crash then protected.
+    b = [f"Nov 30 06:21:{i % 60:02d} host vllm[900]: gpu[0]: {l}" for i, l in enumerate(lines_of(PROTECTED))]
+    assert _two(a, b).exit_code == 0
 
 
 def test_a_start_weeks_before_the_lines_above_it_is_another_servers():

@@ -31,7 +31,6 @@ that are not UTF-8: each noted) and through the exports operators download
 from __future__ import annotations
 
 import os
-import re
 import sys
 from dataclasses import asdict, dataclass, field
 
@@ -366,10 +365,10 @@ def _deepseek_v4(log: Log) -> bool | None:
     """Whether the log's model is DeepSeek-V4 (None: the log does not say).
     Another model only where the log names the architecture vLLM resolved: a
     model's path or name alone proves nothing."""
-    if log.architectures:
-        return any("deepseekv4" in a.lower() for a in log.architectures)
-    if any(re.search(r"deepseek[-_ ]?v4|dsv4", m, re.IGNORECASE) for m in log.models):
+    if any("deepseekv4" in a.lower() for a in log.architectures):
         return True
+    if log.architectures and not log.more_architectures:
+        return False  # every architecture the log resolved is kept: another model
     return None
 
 

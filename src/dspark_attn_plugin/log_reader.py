@@ -127,7 +127,6 @@ YEAR_WRAP = 300 * 86400
 # Steps between timestamps smaller than this are interleaving, not order.
 ORDER_STEP = 2
 _ARCH = re.compile(r"Resolved architecture: (?P<arch>\w+)")
-_MODEL = re.compile(r"""(?:'model': |model=)['"](?P<model>[^'"]+)['"]""")
 _HEAD = re.compile(  # vLLM's, and the older one without the bracket before the file
     r"^(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) "
     r"(?P<mo>\d\d)-(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.\d+)? "
@@ -271,8 +270,8 @@ class Log:
     # The first line that says a process died (vLLM shuts down because of
     # it): (this run's count, line of the input, the line, the process).
     death: tuple | None = None
-    architectures: set[str] = field(default_factory=set)
-    models: set[str] = field(default_factory=set)
+    architectures: set[str] = field(default_factory=set)  # the first 8 resolved
+    more_architectures: bool = False  # and others, not kept
     started: bool = False  # saw a start of the server
     first_line: int = 1  # the line of the whole input where this run starts
     # Filled in by the reader's user: the whole input's lines and starts,
@@ -300,8 +299,9 @@ class LogReader:
         self.total_lines = 0
         self._on_run_end = on_run_end
         self._source = 0
-        # torch's launcher prefixes each rank's lines; known without learning.
-        self._wrappers: deque = deque([_RANK], maxlen=MAX_WRAPPERS)
+        # Wrappers learnt, newest first (torch's launcher's prefix of each
+        # rank's lines, _RANK, is known without learning and kept apart).
+        self._wrappers: deque = deque(maxlen=MAX_WRAPPERS)
         self._restart = False
         self._api_seen = False
         # Both bounded, so that no log makes them grow: plugin lines with no
@@ -466,10 +466,14 @@ class LogReader:
         for wrapper in self._wrappers:
             m = wrapper.match(line)
             if m:
-                if wrapper is not _RANK:  # torch's own, in any one process's output
-                    self._wrapped_by(m.group(0))
+                self._wrapped_by(m.group(0))
                 line = line[m.end():]
                 return line[:-1] if m.group(0).startswith('"') and line.endswith('"') else line
+        m = _RANK.match(line)
+        if m:
+            # torch's own, in any one process's output: no source, and never
+            # forgotten however many wrappers were learnt before it.
+            return line[m.end():]
         if _PREFIX.match(line) or _HEAD.match(line):
             # vLLM's line with nothing before it: a source too, beside wrapped ones
             # (one pod's log with ``--prefix`` and another's without).
@@ -552,14 +556,11 @@ class LogReader:
         elif self.log.stopping_at is None and any(m in stripped for m in _STOPPING):
             self.log.stopping_at = self.log.lines
             self.log.stopping_line = self.total_lines
-        if "architecture" in stripped and len(self.log.architectures) < 8 and (
-            arch := _ARCH.search(stripped)
-        ):
-            self.log.architectures.add(arch.group("arch"))
-        if "model" in stripped and len(self.log.models) < 8 and (
-            model := _MODEL.search(stripped)
-        ):
-            self.log.models.add(model.group("model")[:200])
+        if "architecture" in stripped and (arch := _ARCH.search(stripped)):
+            if len(self.log.architectures) < 8 or arch.group("arch") in self.log.architectures:
+                self.log.architectures.add(arch.group("arch"))
+            else:
+                self.log.more_architectures = True
         if (file and file.rsplit("/", 1)[-1] in _MODEL_FILES) or any(
             m in stripped for m in _MODEL_MESSAGES
         ):
