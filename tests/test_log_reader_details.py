@@ -60,6 +60,20 @@ def traceback_50615(head: str) -> list[str]:
     )]
 
 
+def engine_loaded() -> list[str]:
+    """A DeepSeek-V4 start whose engine loaded the model, its warmup not over."""
+    return protected_start(["12-04 10:00:00"] * 5)[:1] + [
+        logged("EngineCore pid=200", "12-04 10:00:20", "model_runner.py:305",
+               "Model loading took 0.58 GiB and 15.8 seconds")]
+
+
+def assert_the_value_error(d) -> None:
+    """``d`` reads the engine's ValueError at core.py:700 as the crash."""
+    assert (d.verdict, d.exit_code) == ("other-crash", 3), d.summary
+    assert d.summary.startswith("A different crash: ValueError at /v/vllm/v1/engine/core.py:700 "
+                                "in run_engine_core, in EngineCore pid=200"), d.summary
+
+
 # --- which way a log reads --------------------------------------------------------
 
 
@@ -390,20 +404,14 @@ def test_the_source_lines_of_a_frame_are_no_death():
     frame's second source line that says "died unexpectedly" is code, not a
     process dying; the crash is the traceback's own exception."""
     head = "(EngineCore pid=200) ERROR 12-04 10:00:30 [core.py:1] "
-    lines = (protected_start(["12-04 10:00:00"] * 5)[:1]
-             + [logged("EngineCore pid=200", "12-04 10:00:20", "model_runner.py:305",
-                       "Model loading took 0.58 GiB and 15.8 seconds")]
-             + [head + l for l in (
-                 "Traceback (most recent call last):",
-                 '  File "/v/vllm/v1/engine/core.py", line 700, in run_engine_core',
-                 "    raise ValueError(",
-                 '        "Engine core died unexpectedly (exit code: -9)")',
-                 "    ^^^^^^^^^^^^^^^^^",
-                 "ValueError: max_model_len is too large")])
-    d = diagnosed("\n".join(lines) + "\n")
-    assert (d.verdict, d.exit_code) == ("other-crash", 3), d.summary
-    assert d.summary.startswith("A different crash: ValueError at /v/vllm/v1/engine/core.py:700 "
-                                "in run_engine_core"), d.summary
+    lines = engine_loaded() + [head + l for l in (
+        "Traceback (most recent call last):",
+        '  File "/v/vllm/v1/engine/core.py", line 700, in run_engine_core',
+        "    raise ValueError(",
+        '        "Engine core died unexpectedly (exit code: -9)")',
+        "    ^^^^^^^^^^^^^^^^^",
+        "ValueError: max_model_len is too large")]
+    assert_the_value_error(diagnosed("\n".join(lines) + "\n"))
 
 
 @pytest.mark.parametrize("words", ["Shutting down", "died unexpectedly (exit code: -9)"])
@@ -414,23 +422,26 @@ def test_a_frame_s_first_source_line_is_code_not_a_stop_or_a_death(words):
     the engine's own traceback, which is the crash."""
     api = "(APIServer pid=100) ERROR 12-04 10:00:29 [launcher.py:1] "
     engine = "(EngineCore pid=200) ERROR 12-04 10:00:30 [core.py:1] "
-    lines = (protected_start(["12-04 10:00:00"] * 5)[:1]
-             + [logged("EngineCore pid=200", "12-04 10:00:20", "model_runner.py:305",
-                       "Model loading took 0.58 GiB and 15.8 seconds")]
-             + [api + l for l in (
-                 "Traceback (most recent call last):",
-                 '  File "/v/vllm/v1/engine/utils.py", line 900, in wait_for_engine_startup',
-                 f'    raise RuntimeError(  # logs "{words}" first',
-                 "RuntimeError: Engine core initialization failed. See root cause above.")]
-             + [engine + l for l in (
-                 "Traceback (most recent call last):",
-                 '  File "/v/vllm/v1/engine/core.py", line 700, in run_engine_core',
-                 "    check_model_len(config)",
-                 "ValueError: max_model_len is too large")])
-    d = diagnosed("\n".join(lines) + "\n")
-    assert (d.verdict, d.exit_code) == ("other-crash", 3), d.summary
-    assert d.summary.startswith("A different crash: ValueError at /v/vllm/v1/engine/core.py:700 "
-                                "in run_engine_core, in EngineCore pid=200"), d.summary
+    lines = engine_loaded() + [api + l for l in (
+        "Traceback (most recent call last):",
+        '  File "/v/vllm/v1/engine/utils.py", line 900, in wait_for_engine_startup',
+        f'    raise RuntimeError(  # logs "{words}" first',
+        "RuntimeError: Engine core initialization failed. See root cause above.")] + [
+        engine + l for l in (
+            "Traceback (most recent call last):",
+            '  File "/v/vllm/v1/engine/core.py", line 700, in run_engine_core',
+            "    check_model_len(config)",
+            "ValueError: max_model_len is too large")]
+    assert_the_value_error(diagnosed("\n".join(lines) + "\n"))
+
+
+def resolving(others: int) -> list[str]:
+    """An API server's start that resolved ``others`` architectures, none DeepSeek-V4."""
+    names = ["Llama", "Qwen2", "Qwen3", "Mistral", "Gemma2", "Phi3", "Granite", "Olmo2", "Mixtral"]
+    return [logged("APIServer pid=100", "12-04 10:00:00", "api_server.py:1",
+                   "vLLM API server version 0.27.1")] + [
+        logged("APIServer pid=100", "12-04 10:00:00", "model.py:623",
+               f"Resolved architecture: {n}ForCausalLM") for n in names[:others]]
 
 
 @pytest.mark.parametrize("others", [7, 8, 9])
@@ -438,15 +449,7 @@ def test_a_start_that_resolves_deepseek_v4_after_other_architectures_is_still_de
     """A log that names other resolved architectures before DeepSeek-V4's
     (more than the eight the reader keeps) is never "not applicable": a
     start cut before its warmup stays inconclusive."""
-    names = ["Llama", "Qwen2", "Qwen3", "Mistral", "Gemma2", "Phi3", "Granite", "Olmo2", "Mixtral"]
-    lines = ([logged("APIServer pid=100", "12-04 10:00:00", "api_server.py:1",
-                     "vLLM API server version 0.27.1")]
-             + [logged("APIServer pid=100", "12-04 10:00:00", "model.py:623",
-                       f"Resolved architecture: {n}ForCausalLM") for n in names[:others]]
-             + protected_start(["12-04 10:00:01"] * 5)[:1]
-             + [logged("EngineCore pid=200", "12-04 10:00:20", "model_runner.py:305",
-                       "Model loading took 0.58 GiB and 15.8 seconds")])
-    d = diagnosed("\n".join(lines) + "\n")
+    d = diagnosed("\n".join(resolving(others) + engine_loaded()) + "\n")
     assert (d.verdict, d.exit_code) == ("inconclusive", 2), d.summary
     assert d.summary.startswith("Nothing conclusive: the log stops before the model's warmup"), d.summary
 
@@ -454,14 +457,9 @@ def test_a_start_that_resolves_deepseek_v4_after_other_architectures_is_still_de
 def test_nine_other_architectures_and_no_deepseek_v4_are_not_read_as_another_model():
     """Past the eight architectures kept, one not kept may be DeepSeek-V4's:
     the log no longer shows another model; with eight, it does."""
-    names = ["Llama", "Qwen2", "Qwen3", "Mistral", "Gemma2", "Phi3", "Granite", "Olmo2", "Mixtral"]
-    for count, verdict in ((8, "not-applicable"), (9, "inconclusive")):
-        lines = [logged("APIServer pid=100", "12-04 10:00:00", "api_server.py:1",
-                        "vLLM API server version 0.27.1")] + [
-            logged("APIServer pid=100", "12-04 10:00:00", "model.py:623",
-                   f"Resolved architecture: {n}ForCausalLM") for n in names[:count]]
-        d = diagnosed("\n".join(lines) + "\n")
-        assert d.verdict == verdict, (count, d.summary)
+    for others, verdict in ((8, "not-applicable"), (9, "inconclusive")):
+        d = diagnosed("\n".join(resolving(others)) + "\n")
+        assert d.verdict == verdict, (others, d.summary)
 
 
 # Survivors of the mutation tool over log_reader.py (2026-12-05).
