@@ -648,6 +648,28 @@ def test_a_tagged_name_after_journald_s_pid_still_names_the_source():
     assert _two(a, b).exit_code == 0
 
 
+def test_a_tag_after_a_syslog_ident_without_a_pid_names_the_source():
+    """``logger -t vllm`` writes ``host vllm: `` with no pid: a wrapper's
+    ``gpu[0]:`` after it is no process id, and ``gpu[1]:`` another source."""
+    a = [f"Nov 30 06:20:{i % 60:02d} host vllm: gpu[0]: {l}" for i, l in enumerate(lines_of(CRASH))]
+    b = [f"Nov 30 06:21:{i % 60:02d} host vllm: gpu[1]: {l}" for i, l in enumerate(lines_of(PROTECTED))]
+    d = _two(a, b)
+    assert d.exit_code == 2 and "holds the lines of 2 sources" in d.summary, d.summary
+
+
+@pytest.mark.parametrize("wrap", [
+    lambda i, pid: f"[{1000 + i:5d}.{i:06d}] gpu-host vllm[{pid}]: ",  # journalctl -o short-monotonic
+    lambda i, pid: f"node[0]: Nov 30 06:21:{i % 60:02d} gpu-host vllm[{pid}]: ",  # a tag before the time
+], ids=["monotonic", "tag-before-the-time"])
+def test_a_restart_under_a_new_pid_is_one_source_whatever_comes_before_the_time(wrap):
+    """journald's ``ident[pid]:`` after a monotonic time, or after a time
+    that a tag precedes: a restart's new pid is the same source."""
+    crash, protected = lines_of(CRASH), lines_of(PROTECTED)
+    d = _two([wrap(i, 3436) + l for i, l in enumerate(crash)],
+             [wrap(len(crash) + i, 790) + l for i, l in enumerate(protected)])
+    assert d.exit_code == 0, d.summary
+
+
 def test_a_start_weeks_before_the_lines_above_it_is_another_servers():
     """Only a step back of most of a year is the turn of the year."""
     protected = lines_of(PROTECTED)

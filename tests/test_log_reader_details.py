@@ -462,6 +462,104 @@ def test_nine_other_architectures_and_no_deepseek_v4_are_not_read_as_another_mod
         assert d.verdict == verdict, (others, d.summary)
 
 
+# Held-out review of the reader's rules (2026-12-06): logs that read wrong.
+
+
+def test_an_earlier_start_of_another_model_is_no_verdict_for_a_deepseek_v4_start():
+    """A Llama server, then a DeepSeek-V4 start cut after the plugin's first
+    line: the Llama start's "not applicable" says nothing of this one."""
+    llama = [logged(*row) for row in (
+        ("APIServer pid=100", "12-01 01:37:23", "api_utils.py:345", "vLLM API server version 0.26.0"),
+        ("APIServer pid=100", "12-01 01:37:23", "model.py:623", "Resolved architecture: LlamaForCausalLM"),
+        ("EngineCore pid=200", "12-01 01:37:50", "gpu_model_runner.py:5347",
+         "Model loading took 0.42 GiB memory and 2.34 seconds"),
+        ("EngineCore pid=200", "12-01 01:37:57", "gpu_worker.py:560", "Available KV cache memory: 0.75 GiB"),
+    )] + ["(APIServer pid=100) INFO:     Application startup complete."]
+    v4 = [logged(*row) for row in (
+        ("APIServer pid=300", "12-01 02:10:23", "api_utils.py:345", "vLLM API server version 0.26.0"),
+        ("APIServer pid=300", "12-01 02:10:23", "model.py:623",
+         "Resolved architecture: DeepseekV4ForCausalLM"),
+        ("APIServer pid=300", "12-01 02:10:24", "instrumentation.py:144", PATCHED),
+    )]
+    assert diagnosed("\n".join(llama) + "\n").verdict == "not-applicable"
+    d = diagnosed("\n".join(llama + v4) + "\n")
+    assert (d.verdict, d.exit_code) == ("inconclusive", 2), d.summary
+    assert "ran another model: that is no verdict for this start" in d.summary, d.summary
+
+
+def _drafter_start(first_line: bool, tp1_patched: bool) -> list[str]:
+    """A start whose only resolved architecture is an out-of-tree drafter's
+    (``AcmeDraftForCausalLM``), with two workers past their warmup."""
+    patched = [logged("Worker_TP0 pid=301", "12-01 01:37:46", "instrumentation.py:144", PATCHED)]
+    if tp1_patched:
+        patched.append(logged("Worker_TP1 pid=302", "12-01 01:37:46", "instrumentation.py:144",
+                              PATCHED))
+    return ([logged("APIServer pid=100", "12-01 01:37:20", "api_utils.py:345",
+                    "vLLM API server version 0.26.0")] if first_line else []) + [
+        logged("APIServer pid=100", "12-01 01:37:43", "model.py:623",
+               "Resolved architecture: AcmeDraftForCausalLM"),
+        logged("EngineCore pid=200", "12-01 01:37:45", "core.py:116",
+               "Initializing a V1 LLM engine (v0.26.0) with config: model='/m'")] + patched + [
+        logged(f"Worker_TP{r} pid={301 + r}", "12-01 01:37:50", "gpu_model_runner.py:5347",
+               "Model loading took 0.42 GiB memory and 2.34 seconds") for r in (0, 1)] + [
+        logged(f"Worker_TP{r} pid={301 + r}", "12-01 01:37:57", "gpu_worker.py:560",
+               "Available KV cache memory: 0.75 GiB") for r in (0, 1)] + [
+        "(APIServer pid=100) INFO:     Application startup complete."]
+
+
+def test_a_model_whose_attention_the_plugin_judged_is_deepseek_v4_s_whatever_its_name():
+    """The plugin judges DeepSeek-V4's attention only once that module is
+    loaded: an out-of-tree model that uses it is no other model, and its
+    unpatched TP1 is not in effect; patched everywhere, it is protected."""
+    d = diagnosed("\n".join(_drafter_start(first_line=True, tp1_patched=False)) + "\n")
+    assert (d.verdict, d.exit_code) == ("inconclusive", 2), d.summary
+    assert "not in effect in Worker_TP1 pid=302" in d.summary, d.summary
+    d = diagnosed("\n".join(_drafter_start(first_line=True, tp1_patched=True)) + "\n")
+    assert (d.verdict, d.exit_code) == ("protected", 0), d.summary
+
+
+def test_a_start_read_without_its_first_line_shows_no_other_model():
+    """Cut after the target's architecture line (``--since``), a stock
+    start shows only its drafter's: that is no other model."""
+    lines = [l for l in _drafter_start(first_line=False, tp1_patched=False)
+             if "instrumentation.py" not in l]
+    d = diagnosed("\n".join(lines) + "\n")
+    assert d.exit_code == 2, d.summary
+    d = diagnosed("\n".join([logged("APIServer pid=100", "12-01 01:37:20", "api_utils.py:345",
+                                     "vLLM API server version 0.26.0")] + lines) + "\n")
+    assert (d.verdict, d.exit_code) == ("not-applicable", 0), d.summary
+
+
+@pytest.mark.parametrize("wrapper", [
+    "2026-12-01T01:37:{i:02d}.{i:09d}Z ",  # kubectl logs --timestamps
+    "Dec 01 01:37:{i:02d} gpu-host vllm[4242]: ",  # journalctl
+    "[pod/vllm-0/vllm] ",  # kubectl logs --prefix
+])
+def test_torch_s_rank_prefix_after_a_pipeline_s_is_cut_too(wrapper):
+    """``[rank0]:`` after a pipeline's wrapper: the traceback is still read,
+    and the crash is #50615."""
+    lines = (protected_start(["12-04 10:00:00"] * 5)[:1]
+             + [logged("EngineCore pid=200", "12-04 10:00:20", "model_runner.py:305",
+                       "Model loading took 0.58 GiB and 15.8 seconds")]
+             + traceback_50615("[rank0]: "))
+    d = diagnosed("\n".join(wrapper.format(i=i) + l for i, l in enumerate(lines)) + "\n")
+    assert (d.verdict, d.exit_code) == ("crash-50615", 1), d.summary
+    assert d.crash["statement"] == "assert self.topk_indices_buffer is not None"
+
+
+def test_a_pipeline_s_wrapper_learnt_from_a_rank_line_leaves_torch_s_prefix_out():
+    """``kubectl logs --timestamps`` of a TP=2 server whose first lines are
+    torch's ``[rank0]:``/``[rank1]:`` (more than ten each): the ranks are no
+    sources of their own; the log reads protected."""
+    ranks = [f"[rank{i % 2}]: " + logged("EngineCore pid=200", "12-04 09:59:59", "parallel_state.py:1000",
+                                         f"rank {i % 2} line {i // 2}")[len("(EngineCore pid=200) "):]
+             for i in range(24)]
+    lines = ranks + protected_start(["12-04 10:00:00"] * 5)
+    d = diagnosed("\n".join(f"2026-12-04T10:00:{i % 60:02d}.{i:09d}Z " + l
+                             for i, l in enumerate(lines)) + "\n")
+    assert (d.verdict, d.exit_code) == ("protected", 0), d.summary
+
+
 # Survivors of the mutation tool over log_reader.py (2026-12-05).
 
 

@@ -197,6 +197,11 @@ def _latest(log: Log) -> Diagnosis:
     previous = log.previous
     if not d.reached and d.verdict == "inconclusive" and previous is not None:
         start, from_line, earlier = previous
+        if earlier.verdict == "not-applicable":
+            # Another model's start says nothing of this one's warmup.
+            d.summary = (f"{d.summary} Start {start} before it (from line {from_line:,}) ran "
+                         "another model: that is no verdict for this start.")
+            return d
         if earlier.exit_code == EXIT_OK and not _plugin_in_effect_so_far(log):
             # An earlier start was protected, but this one shows no plugin in
             # effect yet: no evidence that it is.
@@ -362,13 +367,22 @@ def _a_report_of_another(tb: Traceback) -> bool:
 
 
 def _deepseek_v4(log: Log) -> bool | None:
-    """Whether the log's model is DeepSeek-V4 (None: the log does not say).
-    Another model only where the log names the architecture vLLM resolved: a
-    model's path or name alone proves nothing."""
+    """Whether the start's model is DeepSeek-V4 (None: the log does not say).
+    DeepSeek-V4 where it names that architecture, or where the plugin judged
+    or rescued DeepSeek-V4's attention (it does so only once that module is
+    loaded). Another model only where every architecture the start resolved
+    is kept, none is DeepSeek-V4, and the API server's start lines are in
+    the log (where it has an API server): a model's path or name proves
+    nothing, and neither does a drafter's architecture in a start cut
+    before its target's."""
     if any("deepseekv4" in a.lower() for a in log.architectures):
         return True
-    if log.architectures and not log.more_architectures:
-        return False  # every architecture the log resolved is kept: another model
+    if any(p.rescued or p.plugin_states() & {"patched", "not-affected", "fixed"}
+           for p in log.processes.values()):
+        return True
+    api_server = any(n.startswith("APIServer") for p in log.processes.values() for n in p.names)
+    if log.architectures and not log.more_architectures and (log.api_start or not api_server):
+        return False
     return None
 
 

@@ -54,6 +54,7 @@ _ANCHOR = re.compile(
 )
 # torch's rank prefix (``[rank0]:``), before any other wrapper is learnt.
 _RANK = re.compile(r"\[rank\d+\]: ?")
+_RANK_AT_END = re.compile(r"\[rank\d+\]: ?$")
 # The longest wrapper learnt (Loki's labels, a log shipper's fields).
 MAX_WRAPPER = 1000
 _RAY_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
@@ -103,19 +104,21 @@ _SAME_SOURCE = re.compile(
 )
 
 
-# journald's and syslog's ``ident[pid]: ``: the pid changes at a restart.
-_PID = re.compile(r"(?<=\S)\[\d+\](?=: )")
-_CLOCK = re.compile(r"\d\d:\d\d:\d\d|\d{10}")
+# journald's and syslog's ``TIME HOST ident[pid]: ``: the pid changes at a
+# restart. Only that one, the token right after the host: a wrapper's
+# ``gpu[0]:`` elsewhere (after ``ident:`` with no pid, say) names a source.
+_SYSLOG_PID = re.compile(
+    r"(?:\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?|\d{10}(?:\.\d+)?|^\[\s*\d+\.\d+\])"
+    r" +\S+ +[^\s\[\]]+\[(?P<pid>\d+)\](?=: )"
+)
 
 
 def _source_of(head: str) -> str:
-    """A wrapper's text with what changes within one source masked; a
-    process id only after a time of day (``gpu[0]:`` alone names a source)."""
-    masked = _SAME_SOURCE.sub("#", head)
-    pid = _PID.search(head)
-    if pid is not None and _CLOCK.search(head, 0, pid.start()):
-        masked = _PID.sub("[#]", masked, count=1)
-    return masked
+    """A wrapper's text with what changes within one source masked."""
+    pid = _SYSLOG_PID.search(head)
+    if pid is not None:
+        head = head[:pid.start("pid")] + "#" + head[pid.end("pid"):]
+    return _SAME_SOURCE.sub("#", head)
 
 
 # Sources told apart in one log, at most (beyond two the count is only said),
@@ -273,6 +276,7 @@ class Log:
     architectures: set[str] = field(default_factory=set)  # the first 8 resolved
     more_architectures: bool = False  # and others, not kept
     started: bool = False  # saw a start of the server
+    api_start: bool = False  # saw the API server's own start lines
     first_line: int = 1  # the line of the whole input where this run starts
     # Filled in by the reader's user: the whole input's lines and starts,
     # and what earlier starts came to (bounded).
@@ -363,6 +367,7 @@ class LogReader:
             self._new_run()
         if api or engine:
             self.log.started = True
+            self.log.api_start = self.log.api_start or api
             self._api_seen = self._api_seen or api
         if _RUN_END.search(line):
             self._restart = True
@@ -468,6 +473,8 @@ class LogReader:
             if m:
                 self._wrapped_by(m.group(0))
                 line = line[m.end():]
+                if (rank := _RANK.match(line)) is not None:
+                    line = line[rank.end():]  # torch's, after the pipeline's
                 return line[:-1] if m.group(0).startswith('"') and line.endswith('"') else line
         m = _RANK.match(line)
         if m:
@@ -483,6 +490,11 @@ class LogReader:
         if anchor is None or anchor.start() == 0 or anchor.start() > MAX_WRAPPER:
             return line
         head = line[: anchor.start()]
+        rank = _RANK_AT_END.search(head)
+        if rank is not None:
+            # torch's prefix after a pipeline's (``TIME [rank0]: ``): only
+            # the pipeline's is a wrapper; torch's is cut after it, as above.
+            head = head[:rank.start()]
         pattern = "".join(
             r"\d+" if part.isdigit() else re.escape(part) for part in re.split(r"(\d+)", head) if part
         )
