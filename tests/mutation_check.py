@@ -413,9 +413,25 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         "a process that died is read as the operator stopping the server",
         [("log_reader.py", "        if self.log.death is None and _DEATH.search(stripped) and not _DEATH_NOT.search(stripped):\n", "        if False:\n")],
     ),
-    "diagnose-path-proves-another-model": (
-        "a model path without deepseek in it is taken for another model",
-        [("diagnose.py", "    if any(re.search(r\"deepseek[-_ ]?v4|dsv4\", m, re.IGNORECASE) for m in log.models):\n        return True\n    return None", "    if log.models:\n        return any(re.search(r\"deepseek[-_ ]?v4|dsv4\", m, re.IGNORECASE) for m in log.models)\n    return None")],
+    "diagnose-drafter-proves-another-model": (
+        "a start cut before its target's architecture line is taken for another model by its drafter's",
+        [("diagnose.py", "and (log.api_start or log.no_drafter):\n", "and True:\n")],
+    ),
+    "diagnose-plugin-lines-prove-nothing": (
+        "the plugin's verdict on DeepSeek-V4's attention is not taken for DeepSeek-V4",
+        [("diagnose.py", "    if any(p.rescued or p.plugin_states() & {\"patched\", \"not-affected\", \"fixed\"}\n", "    if False and any(p.rescued or p.plugin_states() & {\"patched\", \"not-affected\", \"fixed\"}\n")],
+    ),
+    "diagnose-another-model-vouches": (
+        "another model's start stands for a later DeepSeek-V4 start cut before its warmup",
+        [("diagnose.py", "        if earlier.verdict == \"not-applicable\":\n", "        if False:\n")],
+    ),
+    "reader-ranks-one-process": (
+        "torch's [rankN]: lines of several processes read as one",
+        [("log_reader.py", "            name = f\"rank{self._rank}\"\n", "            pass\n")],
+    ),
+    "reader-syslog-tag-as-pid": (
+        "any [digits]: after a syslog time is masked as journald's pid",
+        [("log_reader.py", "    r\"(?: +[^\\s\\[\\]]+)? +[^\\s\\[\\]]+\\[(?P<pid>\\d+)\\](?=: )\"\n", "    r\".*?[^\\s\\[\\]]+\\[(?P<pid>\\d+)\\](?=: )\"\n")],
     ),
     "diagnose-newest-first-read-anyway": (
         "a log written newest first is judged as if in order",
@@ -555,7 +571,8 @@ _CORE = ["tests/test_small_rules.py", "tests/test_warmup_shape.py", "tests/test_
          "tests/test_module_as_loaded.py"]
 FOCUS: dict[str, list[str]] = {name: _CORE for name in MUTATIONS if name.startswith(("R", "M", "walk-", "runtime-", "switch", "allow", "ifexp", "merge", "edit-", "rebuild", "super-cell", "status-"))}
 FOCUS.update({name: ["tests/test_diagnose.py", "tests/test_diagnose_corpus.py",
-                     "tests/test_log_formats.py"]
+                     "tests/test_log_formats.py", "tests/test_log_reader_details.py",
+                     "tests/test_log_exports.py"]
               for name in MUTATIONS if name.startswith(("reader-", "50615-", "diagnose-", "broken-",
                                                         "input-", "exports-"))})
 FOCUS.update({name: ["tests/test_ray_settings.py"] for name in MUTATIONS if name.startswith("ray-")})

@@ -670,6 +670,40 @@ def test_a_restart_under_a_new_pid_is_one_source_whatever_comes_before_the_time(
     assert d.exit_code == 0, d.summary
 
 
+@pytest.mark.parametrize("wrap", [
+    lambda i, pid: f"Nov 30 06:21:{i % 60:02d} vllm[{pid}]: ",  # journalctl --no-hostname
+    lambda i, pid: f"Mon 2026-11-30 06:21:{i % 60:02d} UTC gpu-host vllm[{pid}]: ",  # -o short-full
+    lambda i, pid: f"[{1000 + i:5d}.{i:06d} <{0.0:12.6f}>] gpu-host vllm[{pid}]: ",  # -o short-delta
+], ids=["no-hostname", "short-full", "short-delta"])
+def test_journald_s_other_shapes_keep_a_restart_one_source(wrap):
+    """journald without the host, with a weekday and a zone, with the delta
+    between lines: a restart under a new pid is the same source."""
+    crash, protected = lines_of(CRASH), lines_of(PROTECTED)
+    d = _two([wrap(i, 3436) + l for i, l in enumerate(crash)],
+             [wrap(len(crash) + i, 790) + l for i, l in enumerate(protected)])
+    assert d.exit_code == 0, d.summary
+
+
+def test_a_tag_after_journald_s_ident_without_a_host_still_names_the_source():
+    """``journalctl --no-hostname`` of a launcher tagging its servers:
+    ``launch.sh[4001]: gpu[1]:`` then ``gpu[0]:`` are two servers."""
+    a = [f"Nov 30 06:20:{i % 60:02d} launch.sh[4001]: gpu[1]: {l}" for i, l in enumerate(lines_of(CRASH))]
+    b = [f"Nov 30 06:21:{i % 60:02d} launch.sh[4001]: gpu[0]: {l}" for i, l in enumerate(lines_of(PROTECTED))]
+    d = _two(a, b)
+    assert d.exit_code == 2 and "holds the lines of 2 sources" in d.summary, d.summary
+
+
+def test_a_weekday_that_turns_at_midnight_is_the_same_source():
+    """``journalctl -o short-full`` over midnight: ``Mon`` then ``Tue``."""
+    protected = lines_of(PROTECTED)
+    half = len(protected) // 2
+    lines = ([f"Mon 2026-11-30 23:59:{i % 60:02d} UTC gpu-host vllm[790]: {l}"
+              for i, l in enumerate(protected[:half])]
+             + [f"Tue 2026-12-01 00:00:{i % 60:02d} UTC gpu-host vllm[790]: {l}"
+                for i, l in enumerate(protected[half:])])
+    assert judged(("\n".join(lines) + "\n").encode()).exit_code == 0
+
+
 def test_a_start_weeks_before_the_lines_above_it_is_another_servers():
     """Only a step back of most of a year is the turn of the year."""
     protected = lines_of(PROTECTED)

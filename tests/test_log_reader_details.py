@@ -11,6 +11,7 @@ vLLM's line shape, as the server writes it."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -558,6 +559,91 @@ def test_a_pipeline_s_wrapper_learnt_from_a_rank_line_leaves_torch_s_prefix_out(
     d = diagnosed("\n".join(f"2026-12-04T10:00:{i % 60:02d}.{i:09d}Z " + l
                              for i, l in enumerate(lines)) + "\n")
     assert (d.verdict, d.exit_code) == ("protected", 0), d.summary
+
+
+def _ranks(lines_of_rank) -> list[str]:
+    """A ``torchrun`` run of vLLM's external launcher: each rank's lines,
+    taken in turn, carry only torch's ``[rankN]:``."""
+    out = []
+    for row in zip(*lines_of_rank):
+        out += [f"[rank{r}]: {l}" for r, l in enumerate(row) if l is not None]
+    return out
+
+
+def _external_launcher(rank: int, patched: bool) -> list:
+    body = "INFO 12-01 01:37:{:02d} [{}] {}"
+    lines = [("model.py:623", "Resolved architecture: DeepseekV4ForCausalLM"),
+             ("llm_engine.py:1", "Initializing a V1 LLM engine (v0.26.0) with config: model='/m', "
+              "distributed_executor_backend=external_launcher"),
+             ("instrumentation.py:144", PATCHED) if patched else None,
+             ("gpu_model_runner.py:5347", "Model loading took 0.42 GiB memory and 2.3 seconds"),
+             ("gpu_worker.py:560", "Available KV cache memory: 0.75 GiB")]
+    return [body.format(i, *l) if l else None for i, l in enumerate(lines)]
+
+
+def test_torch_s_rank_tells_processes_apart_where_vllm_s_prefix_does_not():
+    """Under ``torchrun``, ``[rank0]:`` and ``[rank1]:`` are two processes:
+    rank 0's plugin line does not cover rank 1."""
+    d = diagnosed("\n".join(_ranks([_external_launcher(0, True), _external_launcher(1, False)])) + "\n")
+    assert d.exit_code == 2 and "not in effect in rank1" in d.summary, d.summary
+    d = diagnosed("\n".join(_ranks([_external_launcher(0, True), _external_launcher(1, True)])) + "\n")
+    assert (d.verdict, d.exit_code) == ("protected", 0), d.summary
+
+
+@pytest.mark.parametrize("wrap", ["", "2026-12-01T01:37:{i:02d}.{i:09d}Z "], ids=["bare", "timestamps"])
+def test_each_rank_s_traceback_is_read_on_its_own_when_they_interleave(wrap):
+    """Rank 1's #50615 traceback with rank 0's lines between its lines:
+    still the crash, in rank1."""
+    tb = traceback_50615("")
+    other = [f"INFO 12-01 01:37:50 [gpu_worker.py:1] rank 0 line {i}" for i in range(len(tb))]
+    lines = (protected_start(["12-01 01:37:00"] * 5)[:1] + _ranks([other, tb]))
+    d = diagnosed("\n".join(wrap.format(i=i) + l for i, l in enumerate(lines)) + "\n")
+    assert (d.verdict, d.exit_code) == ("crash-50615", 1), d.summary
+    assert d.crash["processes"] == ["rank1"], d.crash
+
+
+def test_torch_s_rank_after_vllm_s_process_prefix_is_cut():
+    """``(EngineCore pid=200) [rank0]: Traceback ...``: the traceback is read."""
+    lines = engine_loaded() + traceback_50615("(EngineCore pid=200) [rank0]: ")
+    d = diagnosed("\n".join(lines) + "\n")
+    assert (d.verdict, d.exit_code) == ("crash-50615", 1), d.summary
+    assert d.crash["processes"] == ["EngineCore pid=200"], d.crash
+
+
+def test_torch_s_own_warning_takes_no_plugin_line_from_the_process_that_wrote_it():
+    """An in-process run with no prefixes: a ``[rank0]:[W...]`` NCCL warning
+    right after the plugin's line is torch's, not a new vLLM process that
+    the plugin's line was written for; the run is one process, protected."""
+    lines = [re.sub(r"^\(\w+ pid=\d+\) ", "", l) for l in text_of(PROTECTED).splitlines()]
+    at = next(i for i, l in enumerate(lines) if "patched" in l) + 1
+    lines[at:at] = ["[rank0]:[W1130 05:44:33.222862174 ProcessGroupNCCL.cpp:1575] Warning: "
+                    "destroy_process_group() was not called before program exit"]
+    d = diagnosed("\n".join(lines) + "\n")
+    assert (d.verdict, d.exit_code) == ("protected", 0), d.summary
+    assert [p["process"] for p in d.processes] == ["(no prefix)"], d.processes
+
+
+def _offline(config: str, arch: str = "SwaDrafterForCausalLM") -> list[str]:
+    """An offline run past its warmup, no plugin line, whose only resolved
+    architecture is ``arch``, its engine configured with ``config``."""
+    return [
+        f"INFO 12-01 01:37:23 [model.py:623] Resolved architecture: {arch}",
+        logged("EngineCore_DP0 pid=20", "12-01 01:37:42", "core.py:116",
+               f"Initializing a V1 LLM engine (v0.26.0) with config: model='/m', {config}"),
+        logged("EngineCore_DP0 pid=20", "12-01 01:37:44", "gpu_model_runner.py:5347",
+               "Model loading took 0.42 GiB memory and 2.3 seconds"),
+        logged("EngineCore_DP0 pid=20", "12-01 01:37:45", "gpu_worker.py:560",
+               "Available KV cache memory: 0.75 GiB"),
+    ]
+
+
+def test_an_offline_start_shows_another_model_only_where_its_engine_has_no_drafter():
+    """Offline, the only architecture a cut log shows may be the drafter's:
+    another model only where the engine's config says it has none."""
+    d = diagnosed("\n".join(_offline("speculative_config=SpeculativeConfig(method='dspark')")) + "\n")
+    assert d.exit_code == 2, d.summary
+    d = diagnosed("\n".join(_offline("speculative_config=None", "LlamaForCausalLM")) + "\n")
+    assert (d.verdict, d.exit_code) == ("not-applicable", 0), d.summary
 
 
 # Survivors of the mutation tool over log_reader.py (2026-12-05).

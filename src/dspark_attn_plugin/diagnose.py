@@ -31,6 +31,7 @@ that are not UTF-8: each noted) and through the exports operators download
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import asdict, dataclass, field
 
@@ -47,6 +48,8 @@ from dspark_attn_plugin.log_reader import (
 )
 
 EXIT_OK, EXIT_CRASH, EXIT_INCONCLUSIVE, EXIT_OTHER_CRASH, EXIT_UNREADABLE = 0, 1, 2, 3, 4
+# The name the log reader gives a process that only torch's ``[rankN]:`` names.
+_TORCH_RANK = re.compile(r"rank\d+")
 
 EXIT_CODES_HELP = (
     "Exit status: 0 protected or not needed (the plugin patched every process that "
@@ -227,10 +230,12 @@ def _plugin_in_effect_so_far(log: Log) -> bool:
 
 
 def _judge(log: Log) -> Diagnosis:
-    # Lines with no prefix that said nothing of interest are no process to report.
+    # Lines with no prefix, or only torch's rank (its own warnings), that
+    # said nothing of interest are no process to report.
     procs = [
         p for p in log.ordered()
-        if p.names or p.plugin or p.tracebacks or p.runs_model or p.rescued
+        if any(not _TORCH_RANK.fullmatch(n) for n in p.names)
+        or p.plugin or p.tracebacks or p.runs_model or p.rescued
     ]
     reports = [_process_report(p) for p in procs]
 
@@ -371,17 +376,17 @@ def _deepseek_v4(log: Log) -> bool | None:
     DeepSeek-V4 where it names that architecture, or where the plugin judged
     or rescued DeepSeek-V4's attention (it does so only once that module is
     loaded). Another model only where every architecture the start resolved
-    is kept, none is DeepSeek-V4, and the API server's start lines are in
-    the log (where it has an API server): a model's path or name proves
-    nothing, and neither does a drafter's architecture in a start cut
-    before its target's."""
+    is kept, none is DeepSeek-V4, and the log holds the target's: the API
+    server's start lines come before any architecture it resolves, and an
+    engine configured without a drafter resolves none but the target's. A
+    model's path or name proves nothing, and neither does a drafter's
+    architecture in a start cut before its target's."""
     if any("deepseekv4" in a.lower() for a in log.architectures):
         return True
     if any(p.rescued or p.plugin_states() & {"patched", "not-affected", "fixed"}
            for p in log.processes.values()):
         return True
-    api_server = any(n.startswith("APIServer") for p in log.processes.values() for n in p.names)
-    if log.architectures and not log.more_architectures and (log.api_start or not api_server):
+    if log.architectures and not log.more_architectures and (log.api_start or log.no_drafter):
         return False
     return None
 

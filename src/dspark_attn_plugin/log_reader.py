@@ -53,8 +53,8 @@ _ANCHOR = re.compile(
     r"|Traceback \(most recent call last\)"
 )
 # torch's rank prefix (``[rank0]:``), before any other wrapper is learnt.
-_RANK = re.compile(r"\[rank\d+\]: ?")
-_RANK_AT_END = re.compile(r"\[rank\d+\]: ?$")
+_RANK = re.compile(r"\[rank(\d+)\]: ?")
+_RANK_AT_END = re.compile(r"\[rank(\d+)\]: ?$")
 # The longest wrapper learnt (Loki's labels, a log shipper's fields).
 MAX_WRAPPER = 1000
 _RAY_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
@@ -99,7 +99,8 @@ _SAME_SOURCE = re.compile(
     r"(?<![\w-])\d{4}-\d\d-\d\d(?=[T ]|$|[^\w-])"
     r"|(?<![\w-])(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d{1,2}(?= \d\d:\d\d:\d\d)"
     r"|(?:(?<=\dT)|(?<![\w:-]))\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
-    r"|(?<![\w.-])\d{10}(?:\.\d+)?(?![\w-])|^\[\s*\d+\.\d+\]"
+    r"|(?<![\w.-])\d{10}(?:\.\d+)?(?![\w-])|^\[\s*\d+\.\d+(?: <\s*\d+\.\d+>)?\]"
+    r"|(?<![\w-])(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)(?= \d{4}-\d\d-\d\d )"
     r"|\b(?:stdout|stderr)\b|^<\d{1,3}>"
 )
 
@@ -108,8 +109,9 @@ _SAME_SOURCE = re.compile(
 # restart. Only that one, the token right after the host: a wrapper's
 # ``gpu[0]:`` elsewhere (after ``ident:`` with no pid, say) names a source.
 _SYSLOG_PID = re.compile(
-    r"(?:\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?|\d{10}(?:\.\d+)?|^\[\s*\d+\.\d+\])"
-    r" +\S+ +[^\s\[\]]+\[(?P<pid>\d+)\](?=: )"
+    r"(?:\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?(?: [A-Z]{3,5})?|\d{10}(?:\.\d+)?"
+    r"|^\[\s*\d+\.\d+(?: <\s*\d+\.\d+>)?\])"
+    r"(?: +[^\s\[\]]+)? +[^\s\[\]]+\[(?P<pid>\d+)\](?=: )"
 )
 
 
@@ -277,6 +279,7 @@ class Log:
     more_architectures: bool = False  # and others, not kept
     started: bool = False  # saw a start of the server
     api_start: bool = False  # saw the API server's own start lines
+    no_drafter: bool = False  # the engine's config says speculative_config=None
     first_line: int = 1  # the line of the whole input where this run starts
     # Filled in by the reader's user: the whole input's lines and starts,
     # and what earlier starts came to (bounded).
@@ -308,6 +311,7 @@ class LogReader:
         self._wrappers: deque = deque(maxlen=MAX_WRAPPERS)
         self._restart = False
         self._api_seen = False
+        self._rank: str | None = None  # torch's rank on the line being read (_cut_rank)
         # Both bounded, so that no log makes them grow: plugin lines with no
         # prefix yet, and prefixes whose text is on a later line.
         self._pending: deque = deque(maxlen=MAX_PENDING)
@@ -420,8 +424,8 @@ class LogReader:
             if proc is None:
                 proc = Process(key, int(pid) if pid else None, first_line=self.log.lines)
                 self.log.processes[key] = proc
-                if name is not None:
-                    self._claim_pending(proc)
+                if name is not None and self._rank is None:
+                    self._claim_pending(proc)  # (torch's rank is no prefix of vLLM's)
         if name is not None and name not in proc.names and len(proc.names) < 8:
             proc.names.append(name)
         return proc
@@ -473,14 +477,12 @@ class LogReader:
             if m:
                 self._wrapped_by(m.group(0))
                 line = line[m.end():]
-                if (rank := _RANK.match(line)) is not None:
-                    line = line[rank.end():]  # torch's, after the pipeline's
+                line = self._cut_rank(line)  # torch's, after the pipeline's
                 return line[:-1] if m.group(0).startswith('"') and line.endswith('"') else line
-        m = _RANK.match(line)
-        if m:
+        if _RANK.match(line):
             # torch's own, in any one process's output: no source, and never
             # forgotten however many wrappers were learnt before it.
-            return line[m.end():]
+            return self._cut_rank(line)
         if _PREFIX.match(line) or _HEAD.match(line):
             # vLLM's line with nothing before it: a source too, beside wrapped ones
             # (one pod's log with ``--prefix`` and another's without).
@@ -501,7 +503,18 @@ class LogReader:
         self._wrappers.appendleft(re.compile(pattern))
         self._wrapped_by(head)
         line = line[anchor.start():]
+        if rank is not None:
+            self._rank = rank.group(1)
         return line[:-1] if head.startswith('"') and line.endswith('"') else line
+
+    def _cut_rank(self, line: str) -> str:
+        """``line`` without torch's ``[rankN]:`` at its start; the rank kept
+        for the line (it names the process where vLLM's prefix does not)."""
+        m = _RANK.match(line)
+        if m is None:
+            return line
+        self._rank = m.group(1)
+        return line[m.end():]
 
     def feed(self, raw: str) -> None:
         # The source an export's record names (log_exports.record_source).
@@ -522,6 +535,7 @@ class LogReader:
     def _feed_line(self, line: str) -> None:
         self.log.lines += 1
         self._line_stamp = None  # until a head gives this line's time (_order)
+        self._rank = None  # torch's rank on this line (_cut_rank)
         line = self._unwrap(line)
         if "[repeated " in line:
             line = _RAY_REPEATED.sub("", line)
@@ -541,6 +555,11 @@ class LogReader:
         if prefixes:
             name, pid, ip = prefixes[-1]
             self._dangling.extend(prefixes[:-1])
+            line = self._cut_rank(line)  # torch's after vLLM's: the prefix names the process
+        elif self._rank is not None:
+            # torch's rank is all that tells this process from the others
+            # (``torchrun``, vLLM's external launcher).
+            name = f"rank{self._rank}"
         elif self._dangling:
             name, pid, ip = self._dangling.popleft()
             found = True
@@ -573,6 +592,8 @@ class LogReader:
                 self.log.architectures.add(arch.group("arch"))
             else:
                 self.log.more_architectures = True
+        if "speculative_config=None" in stripped:
+            self.log.no_drafter = True
         if (file and file.rsplit("/", 1)[-1] in _MODEL_FILES) or any(
             m in stripped for m in _MODEL_MESSAGES
         ):
