@@ -433,6 +433,22 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         "any [digits]: after a syslog time is masked as journald's pid",
         [("log_reader.py", "    r\"(?: +[^\\s\\[\\]]+)? +[^\\s\\[\\]]+\\[(?P<pid>\\d+)\\](?=: )\"\n", "    r\".*?[^\\s\\[\\]]+\\[(?P<pid>\\d+)\\](?=: )\"\n")],
     ),
+    "reader-pending-carried-over": (
+        "an in-process run's own plugin line is carried to the next start",
+        [("log_reader.py", "            if unprefixed and self._pending:\n", "            if False:\n")],
+    ),
+    "diagnose-left-alone-proves-nothing": (
+        "the plugin leaving DeepSeek-V4's attention alone is not taken for DeepSeek-V4",
+        [("diagnose.py", "           or any(_JUDGED_ON_LOAD.search(detail)", "           or False and any(_JUDGED_ON_LOAD.search(detail)")],
+    ),
+    "reader-pids-taking-turns-one-source": (
+        "two journald ids that take turns read as one server restarted",
+        [("log_reader.py", "            if pid in before:\n", "            if False:\n")],
+    ),
+    "diagnose-patched-and-off-covered": (
+        "a process whose lines say both patched and off counts as covered",
+        [("diagnose.py", "    covered = [p for p in model if not p.plugin_states() & {\"disabled\", \"left-alone\"}]\n", "    covered = model\n")],
+    ),
     "diagnose-newest-first-read-anyway": (
         "a log written newest first is judged as if in order",
         [("diagnose.py", "    if log.newest_first:\n", "    if False:\n")],

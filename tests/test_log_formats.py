@@ -704,6 +704,24 @@ def test_a_weekday_that_turns_at_midnight_is_the_same_source():
     assert judged(("\n".join(lines) + "\n").encode()).exit_code == 0
 
 
+@pytest.mark.parametrize("wrap", [
+    lambda i, tag: f"Nov 30 06:21:{i % 60:02d} gpu[{tag}]: ",
+    lambda i, tag: f"Nov 30 06:21:{i % 60:02d} node1 gpu[{tag}]: ",
+    lambda i, tag: f"Nov 30 06:21:{i % 60:02d} gpu-host vllm[{4000 + tag}]: ",
+], ids=["tag-after-the-time", "tag-after-a-host", "two-units-one-name"])
+def test_two_ids_that_take_turns_are_two_sources_not_a_restart(wrap):
+    """What reads as journald's ``ident[pid]:`` changing is a restart only
+    when the old id does not come back: two that take turns line by line
+    are two servers (a protected one and one with no plugin, the same inner
+    pids)."""
+    protected = lines_of(PROTECTED)
+    stock = [l for l in protected if "dspark-attn-plugin" not in l]  # the same start, no plugin
+    mixed = [wrap(i, i % 2) + (protected if i % 2 else stock)[i // 2]
+             for i in range(2 * min(len(stock), len(protected)))]
+    d = judged(("\n".join(mixed) + "\n").encode())
+    assert d.exit_code == 2 and "holds the lines of 2 sources" in d.summary, d.summary
+
+
 def test_a_start_weeks_before_the_lines_above_it_is_another_servers():
     """Only a step back of most of a year is the turn of the year."""
     protected = lines_of(PROTECTED)

@@ -646,6 +646,65 @@ def test_an_offline_start_shows_another_model_only_where_its_engine_has_no_draft
     assert (d.verdict, d.exit_code) == ("not-applicable", 0), d.summary
 
 
+# A third held-out review (2026-12-06): logs that read wrong.
+
+
+def test_a_start_with_no_plugin_line_after_an_in_process_protected_one_is_not_protected():
+    """Two offline runs appended to one file, no prefixes: the first run's
+    plugin line is its own, not the second's; the second shows none."""
+    first = [re.sub(r"^\(\w+ pid=\d+\) ", "", l) for l in text_of(PROTECTED).splitlines()]
+    second = [l.replace(" 11-30 06:", " 11-30 08:") for l in first if "dspark-attn-plugin" not in l]
+    assert diagnosed("\n".join(first) + "\n").exit_code == 0
+    d = diagnosed("\n".join(first + ["vllm-1 exited with code 0"] + second) + "\n")
+    assert d.exit_code == 2 and d.starts == 2, d.summary
+
+
+@pytest.mark.parametrize("line, verdict", [
+    ("dspark-attn-plugin does not recognise vllm.models.deepseek_v4.nvidia.flashmla."
+     "DeepseekV4FlashMLAAttention.forward_mqa in vLLM 0.27.1 (a shape it does not know) and "
+     "left it untouched; run `dspark-attn-plugin verify` to check this build", "inconclusive"),
+    ("dspark-attn-plugin could not register, vLLM's code is left as it is: "
+     "RuntimeError('x')", "not-applicable"),
+])
+def test_the_plugin_leaving_deepseek_v4_s_attention_alone_is_deepseek_v4(line, verdict):
+    """The plugin says it left DeepSeek-V4's attention alone only once that
+    module is loaded: no other model; failing to register says nothing."""
+    lines = resolving(1) + [logged("EngineCore pid=200", "12-04 10:00:05", "instrumentation.py:128",
+                                   line, level="WARNING")]
+    d = diagnosed("\n".join(lines) + "\n")
+    assert d.verdict == verdict, d.summary
+
+
+def test_torchrun_s_rank_before_torch_s_own_is_cut_with_it():
+    """``TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE="[rank${rank}]:"`` before
+    torch's excepthook's ``[rank0]: ``: the traceback is read."""
+    lines = engine_loaded() + traceback_50615("[rank0]:[rank0]: ")
+    d = diagnosed("\n".join(lines) + "\n")
+    assert (d.verdict, d.exit_code) == ("crash-50615", 1), d.summary
+
+
+def test_torchrun_s_default_prefix_names_each_rank():
+    """``torchrun --tee 3`` writes ``[default0]:``, ``[default1]:``: each a
+    process, no source; both patched, the run is protected."""
+    more = [[f"INFO 12-01 01:38:{k:02d} [gpu_worker.py:1] rank {r} line {k}" for k in range(12)]
+            for r in (0, 1)]  # more than ten lines each, as a source would need
+    lines = [l.replace("[rank", "[default") for l in
+             _ranks([_external_launcher(0, True) + more[0], _external_launcher(1, True) + more[1]])]
+    d = diagnosed("\n".join(lines) + "\n")
+    assert (d.verdict, d.exit_code) == ("protected", 0), d.summary
+
+
+def test_a_process_that_says_both_patched_and_off_is_not_covered():
+    """Two ranks with no prefix at all read as one process: one says the
+    plugin patched, the other that it is off. Not protected."""
+    ranks = _ranks([_external_launcher(0, True), _external_launcher(1, False)])
+    lines = [re.sub(r"^\[rank\d+\]: ", "", l) for l in ranks]
+    lines.insert(3, "INFO 12-01 01:37:02 [__init__.py:40] dspark-attn-plugin is disabled by "
+                    "DSPARK_ATTN_PLUGIN=off: vLLM's code is left as it is")
+    d = diagnosed("\n".join(lines) + "\n")
+    assert d.exit_code == 2 and "not in effect" in d.summary, d.summary
+
+
 # Survivors of the mutation tool over log_reader.py (2026-12-05).
 
 

@@ -48,6 +48,9 @@ from dspark_attn_plugin.log_reader import (
 )
 
 EXIT_OK, EXIT_CRASH, EXIT_INCONCLUSIVE, EXIT_OTHER_CRASH, EXIT_UNREADABLE = 0, 1, 2, 3, 4
+# The plugin's words for leaving DeepSeek-V4's attention alone once that
+# module is loaded (not at registration, nor when its patch is removed).
+_JUDGED_ON_LOAD = re.compile(r"dspark-attn-plugin (?:cannot patch|does not recognise|failed on)")
 # The name the log reader gives a process that only torch's ``[rankN]:`` names.
 _TORCH_RANK = re.compile(r"rank\d+")
 
@@ -343,7 +346,10 @@ def _judge(log: Log) -> Diagnosis:
         return made("inconclusive", EXIT_INCONCLUSIVE,
                     "Nothing conclusive: the log stops before the model's warmup "
                     "(profile_run) is over.", reached=False)
-    if all("patched" in p.plugin_states() for p in model):
+    # A process that also says the plugin is off or left vLLM alone is
+    # several processes read as one (lines with no prefix): not covered.
+    covered = [p for p in model if not p.plugin_states() & {"disabled", "left-alone"}]
+    if len(covered) == len(model) and all("patched" in p.plugin_states() for p in model):
         rescued = sum(1 for p in model if p.rescued)
         return made(
             "protected", EXIT_OK,
@@ -351,11 +357,13 @@ def _judge(log: Log) -> Diagnosis:
             f"({', '.join(p.label for p in model)}); {rescued} of them warmed up an "
             "SWA-only layer without topk_indices_buffer through the fix.",
         )
-    if all(p.plugin_states() & {"not-affected", "fixed"} for p in model):
+    if len(covered) == len(model) and all(p.plugin_states() & {"not-affected", "fixed"}
+                                          for p in model):
         return made("not-needed", EXIT_OK,
                     "Not needed: the plugin found this vLLM not affected or fixed in every "
                     "process that runs the model, and left it untouched.")
-    uncovered = [p for p in model if not p.plugin_states() & {"patched", "not-affected", "fixed"}]
+    uncovered = [p for p in model if p not in covered
+                 or not p.plugin_states() & {"patched", "not-affected", "fixed"}]
     return made(
         "inconclusive", EXIT_INCONCLUSIVE,
         "The server got past its warmup, but the plugin is not in effect in "
@@ -384,6 +392,7 @@ def _deepseek_v4(log: Log) -> bool | None:
     if any("deepseekv4" in a.lower() for a in log.architectures):
         return True
     if any(p.rescued or p.plugin_states() & {"patched", "not-affected", "fixed"}
+           or any(_JUDGED_ON_LOAD.search(detail) for state, detail in p.plugin if state == "left-alone")
            for p in log.processes.values()):
         return True
     if log.architectures and not log.more_architectures and (log.api_start or log.no_drafter):

@@ -53,8 +53,8 @@ _ANCHOR = re.compile(
     r"|Traceback \(most recent call last\)"
 )
 # torch's rank prefix (``[rank0]:``), before any other wrapper is learnt.
-_RANK = re.compile(r"\[rank(\d+)\]: ?")
-_RANK_AT_END = re.compile(r"\[rank(\d+)\]: ?$")
+_RANK = re.compile(r"(?:\[(?:rank|default)(\d+)\]: ?)+")
+_RANK_AT_END = re.compile(r"(?:\[(?:rank|default)(\d+)\]: ?)+$")
 # The longest wrapper learnt (Loki's labels, a log shipper's fields).
 MAX_WRAPPER = 1000
 _RAY_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
@@ -115,12 +115,13 @@ _SYSLOG_PID = re.compile(
 )
 
 
-def _source_of(head: str) -> str:
-    """A wrapper's text with what changes within one source masked."""
+def _source_of(head: str) -> tuple[str, str | None]:
+    """A wrapper's text with what changes within one source masked, and
+    journald's process id where it was masked."""
     pid = _SYSLOG_PID.search(head)
     if pid is not None:
         head = head[:pid.start("pid")] + "#" + head[pid.end("pid"):]
-    return _SAME_SOURCE.sub("#", head)
+    return _SAME_SOURCE.sub("#", head), pid and pid.group("pid")
 
 
 # Sources told apart in one log, at most (beyond two the count is only said),
@@ -330,6 +331,7 @@ class LogReader:
         self._latest_before: int | None = None
         self.starts_back_in_time = 0
         self.source_lines: dict[str, int] = {}  # lines of each source (_wrapped_by)
+        self._pids: dict[str, list] = {}  # journald's pid of each source now, and those left
         self.sources_overflow = False
         self._record_source: str | None = None
 
@@ -449,7 +451,18 @@ class LogReader:
         ``vllm-1``) or not; ``""`` for vLLM's lines with nothing before them.
         What a terminal overwrote (before a carriage return: a progress bar)
         is no wrapper."""
-        source = _source_of(head.rsplit("\r", 1)[-1]) if head else ""
+        source, pid = _source_of(head.rsplit("\r", 1)[-1]) if head else ("", None)
+        if pid is not None:
+            # A restart's new pid stands for the old one from then on; a pid
+            # seen before and left coming back is another process taking
+            # turns with it: a source of its own.
+            now, before = self._pids.setdefault(source, [pid, set()])
+            if pid in before:
+                source = f"{source}\0{pid}"
+            elif pid != now:
+                if len(before) < MAX_SOURCES:
+                    before.add(now)
+                self._pids[source][0] = pid
         if self._record_source is not None:
             source = f"{self._record_source}\0{source}"
         if source in self.source_lines:
@@ -598,6 +611,12 @@ class LogReader:
             m in stripped for m in _MODEL_MESSAGES
         ):
             proc.runs_model = True
+            if unprefixed and self._pending:
+                # A process with no prefix that runs the model (an engine in
+                # the script's own process): its plugin lines are its own,
+                # not a later prefixed process's, nor the next start's.
+                self._pending = deque((e for e in self._pending if e[0] is not proc),
+                                      maxlen=MAX_PENDING)
         if any(m in stripped for m in _PAST_WARMUP):
             proc.past_warmup = True
             if (kv := _KV_TOKENS.search(stripped)):
