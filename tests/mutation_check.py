@@ -449,6 +449,18 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         "a process whose lines say both patched and off counts as covered",
         [("diagnose.py", "    covered = [p for p in model if not p.plugin_states() & {\"disabled\", \"left-alone\"}]\n", "    covered = model\n")],
     ),
+    "diagnose-dspark-drafter-another-model": (
+        "the DSpark drafter's architecture is taken for another model",
+        [("diagnose.py", " or a in _DEEPSEEK_V4_DRAFTERS for a in log.architectures", " for a in log.architectures")],
+    ),
+    "reader-few-lines-back-one-source": (
+        "an old journald pid that comes back for fewer lines than a source needs leaves one server",
+        [("log_reader.py", "                self.pids_took_turns = True\n", "                pass\n")],
+    ),
+    "reader-rank-lines-to-anyone": (
+        "a rank's plugin lines written before a new start go to the process with no prefix",
+        [("log_reader.py", "            holder = self._process(_rank_of(proc), None)\n", "            holder = self._process(None, None)\n")],
+    ),
     "diagnose-newest-first-read-anyway": (
         "a log written newest first is judged as if in order",
         [("diagnose.py", "    if log.newest_first:\n", "    if False:\n")],

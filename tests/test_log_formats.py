@@ -674,7 +674,8 @@ def test_a_restart_under_a_new_pid_is_one_source_whatever_comes_before_the_time(
     lambda i, pid: f"Nov 30 06:21:{i % 60:02d} vllm[{pid}]: ",  # journalctl --no-hostname
     lambda i, pid: f"Mon 2026-11-30 06:21:{i % 60:02d} UTC gpu-host vllm[{pid}]: ",  # -o short-full
     lambda i, pid: f"[{1000 + i:5d}.{i:06d} <{0.0:12.6f}>] gpu-host vllm[{pid}]: ",  # -o short-delta
-], ids=["no-hostname", "short-full", "short-delta"])
+    lambda i, pid: f"Mon 2026-11-30 06:21:{i % 60:02d} +04 gpu-host vllm[{pid}]: ",  # a zone with no letters
+], ids=["no-hostname", "short-full", "short-delta", "short-full-numeric-zone"])
 def test_journald_s_other_shapes_keep_a_restart_one_source(wrap):
     """journald without the host, with a weekday and a zone, with the delta
     between lines: a restart under a new pid is the same source."""
@@ -720,6 +721,21 @@ def test_two_ids_that_take_turns_are_two_sources_not_a_restart(wrap):
              for i in range(2 * min(len(stock), len(protected)))]
     d = judged(("\n".join(mixed) + "\n").encode())
     assert d.exit_code == 2 and "holds the lines of 2 sources" in d.summary, d.summary
+
+
+def test_an_old_pid_that_comes_back_for_a_few_lines_is_still_another_server():
+    """Unit A (no plugin) got past its warmup; unit B of the same name
+    started, patched; then A wrote five more lines under its pid. What A
+    wrote before is in B's source: the log is two servers, however few
+    lines came back."""
+    stock = [l for l in lines_of(PROTECTED) if "dspark-attn-plugin" not in l]
+    a = [f"Nov 30 06:20:{i % 60:02d} gpu-host vllm[1000]: {l}" for i, l in enumerate(stock)]
+    b = [f"Nov 30 06:21:{i % 60:02d} gpu-host vllm[2000]: {l}"
+         for i, l in enumerate(lines_of(PROTECTED))]
+    back = [f"Nov 30 06:22:0{i} gpu-host vllm[1000]: (APIServer pid=1190) INFO:     "
+            "127.0.0.1:40000 - \"GET /health HTTP/1.1\" 200 OK" for i in range(5)]
+    d = _two(a, b + back)
+    assert d.exit_code == 2 and "sources" in d.summary, d.summary
 
 
 def test_a_start_weeks_before_the_lines_above_it_is_another_servers():

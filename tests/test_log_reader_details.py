@@ -705,6 +705,32 @@ def test_a_process_that_says_both_patched_and_off_is_not_covered():
     assert d.exit_code == 2 and "not in effect" in d.summary, d.summary
 
 
+# A fourth held-out review (2026-12-06): logs that read wrong.
+
+
+def test_the_dspark_drafter_s_architecture_is_deepseek_v4_s():
+    """vLLM builds ``DSparkDraftModel`` from DeepSeek-V4's module: a start
+    that resolves it (its target under a fork's own name) is no other
+    model, even cut before its warmup with no plugin line."""
+    lines = resolving(0) + [logged("APIServer pid=100", "12-04 10:00:00", "model.py:623",
+                                   f"Resolved architecture: {a}")
+                            for a in ("AcmeV4ForCausalLM", "DSparkDraftModel")]
+    d = diagnosed("\n".join(lines) + "\n")
+    assert d.verdict == "inconclusive", d.summary
+
+
+def test_two_torchrun_tee_runs_in_one_file_keep_each_rank_s_plugin_line():
+    """``torchrun --tee`` twice into one file, both runs patched: each run's
+    plugin lines, written before its engine's first line, stay its ranks'."""
+    run = [l.replace("[rank", "[default") for l in
+           _ranks([_external_launcher(0, True), _external_launcher(1, True)])]
+    first = [l for l in run if "Resolved architecture" not in l]
+    plugin_first = sorted(first, key=lambda l: "instrumentation.py" not in l)  # stable
+    later = [l.replace(" 12-01 01:", " 12-01 02:") for l in plugin_first]
+    d = diagnosed("\n".join(first + later) + "\n")
+    assert (d.verdict, d.exit_code, d.starts) == ("protected", 0, 2), d.summary
+
+
 # Survivors of the mutation tool over log_reader.py (2026-12-05).
 
 

@@ -40,6 +40,7 @@ from dspark_attn_plugin.log_input import TextLines
 from dspark_attn_plugin.log_reader import (
     _DEATH,
     _DEATH_NOT,
+    _RANK_NAME,
     Log,
     LogError,
     LogReader,
@@ -48,11 +49,12 @@ from dspark_attn_plugin.log_reader import (
 )
 
 EXIT_OK, EXIT_CRASH, EXIT_INCONCLUSIVE, EXIT_OTHER_CRASH, EXIT_UNREADABLE = 0, 1, 2, 3, 4
+# Architectures that vLLM builds from DeepSeek-V4's module under a name that
+# does not say so (vLLM 0.27's registry: the DSpark drafter).
+_DEEPSEEK_V4_DRAFTERS = {"DSparkDraftModel"}
 # The plugin's words for leaving DeepSeek-V4's attention alone once that
 # module is loaded (not at registration, nor when its patch is removed).
 _JUDGED_ON_LOAD = re.compile(r"dspark-attn-plugin (?:cannot patch|does not recognise|failed on)")
-# The name the log reader gives a process that only torch's ``[rankN]:`` names.
-_TORCH_RANK = re.compile(r"rank\d+")
 
 EXIT_CODES_HELP = (
     "Exit status: 0 protected or not needed (the plugin patched every process that "
@@ -237,7 +239,7 @@ def _judge(log: Log) -> Diagnosis:
     # said nothing of interest are no process to report.
     procs = [
         p for p in log.ordered()
-        if any(not _TORCH_RANK.fullmatch(n) for n in p.names)
+        if any(not _RANK_NAME.fullmatch(n) for n in p.names)
         or p.plugin or p.tracebacks or p.runs_model or p.rescued
     ]
     reports = [_process_report(p) for p in procs]
@@ -389,7 +391,7 @@ def _deepseek_v4(log: Log) -> bool | None:
     engine configured without a drafter resolves none but the target's. A
     model's path or name proves nothing, and neither does a drafter's
     architecture in a start cut before its target's."""
-    if any("deepseekv4" in a.lower() for a in log.architectures):
+    if any("deepseekv4" in a.lower() or a in _DEEPSEEK_V4_DRAFTERS for a in log.architectures):
         return True
     if any(p.rescued or p.plugin_states() & {"patched", "not-affected", "fixed"}
            or any(_JUDGED_ON_LOAD.search(detail) for state, detail in p.plugin if state == "left-alone")

@@ -54,6 +54,7 @@ _ANCHOR = re.compile(
 )
 # torch's rank prefix (``[rank0]:``), before any other wrapper is learnt.
 _RANK = re.compile(r"(?:\[(?:rank|default)(\d+)\]: ?)+")
+_RANK_NAME = re.compile(r"rank\d+")  # a process only torch's rank names
 _RANK_AT_END = re.compile(r"(?:\[(?:rank|default)(\d+)\]: ?)+$")
 # The longest wrapper learnt (Loki's labels, a log shipper's fields).
 MAX_WRAPPER = 1000
@@ -109,10 +110,16 @@ _SAME_SOURCE = re.compile(
 # restart. Only that one, the token right after the host: a wrapper's
 # ``gpu[0]:`` elsewhere (after ``ident:`` with no pid, say) names a source.
 _SYSLOG_PID = re.compile(
-    r"(?:\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?(?: [A-Z]{3,5})?|\d{10}(?:\.\d+)?"
+    r"(?:\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?(?: [A-Z]{3,5}| [+-]\d\d(?::?\d\d)?)?"
+    r"|\d{10}(?:\.\d+)?"
     r"|^\[\s*\d+\.\d+(?: <\s*\d+\.\d+>)?\])"
     r"(?: +[^\s\[\]]+)? +[^\s\[\]]+\[(?P<pid>\d+)\](?=: )"
 )
+
+
+def _rank_of(proc: "Process") -> str | None:
+    """The name torch's ``[rankN]:`` gave ``proc`` (LogReader._cut_rank), if any."""
+    return next((n for n in proc.names if _RANK_NAME.fullmatch(n)), None)
 
 
 def _source_of(head: str) -> tuple[str, str | None]:
@@ -332,6 +339,7 @@ class LogReader:
         self.starts_back_in_time = 0
         self.source_lines: dict[str, int] = {}  # lines of each source (_wrapped_by)
         self._pids: dict[str, list] = {}  # journald's pid of each source now, and those left
+        self.pids_took_turns = False  # a pid left came back: two processes, not a restart
         self.sources_overflow = False
         self._record_source: str | None = None
 
@@ -405,11 +413,12 @@ class LogReader:
         self.log.lines = 1  # the line that starts it
         self._pending.clear()
         self._dangling.clear()
-        if waiting:
-            holder = self._process(None, None)
-            for _, state, detail in waiting:
-                holder.plugin.append((state, detail))
-                self._pending.append((holder, state, detail))
+        for proc, state, detail in waiting:
+            # Each to the new start's process of the same name: the one with
+            # no prefix, or the same rank (torch's names it, not vLLM's).
+            holder = self._process(_rank_of(proc), None)
+            holder.plugin.append((state, detail))
+            self._pending.append((holder, state, detail))
 
     def _process(self, name: str | None, pid: str | None, ip: str | None = None) -> Process:
         if name is None:
@@ -435,8 +444,11 @@ class LogReader:
     def _claim_pending(self, proc: Process) -> None:
         """A new prefixed process takes the oldest plugin line that had no
         prefix (its own, written before vLLM prefixed its output)."""
-        if self._pending and not proc.plugin:
-            source_proc, state, detail = self._pending.popleft()
+        ours = next((e for e in self._pending if _rank_of(e[0]) is None), None)
+        if ours is not None and not proc.plugin:
+            # (a line a rank wrote is that rank's: torch's prefix names it)
+            self._pending.remove(ours)
+            source_proc, state, detail = ours
             try:
                 source_proc.plugin.remove((state, detail))
             except ValueError:
@@ -458,6 +470,8 @@ class LogReader:
             # turns with it: a source of its own.
             now, before = self._pids.setdefault(source, [pid, set()])
             if pid in before:
+                # However few its lines: what it wrote before is in the other's.
+                self.pids_took_turns = True
                 source = f"{source}\0{pid}"
             elif pid != now:
                 if len(before) < MAX_SOURCES:
@@ -481,7 +495,9 @@ class LogReader:
         sources = sum(1 for n in self.source_lines.values() if n >= MIN_SOURCE_LINES)
         if sources >= 2:
             return sources
-        return MAX_SOURCES if self.sources_overflow else 0
+        if self.sources_overflow:
+            return MAX_SOURCES
+        return 2 if self.pids_took_turns else 0
 
     def _unwrap(self, line: str) -> str:
         """``line`` without the wrapper a log pipeline put before vLLM's."""
