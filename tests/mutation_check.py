@@ -461,6 +461,18 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         "a rank's plugin lines written before a new start go to the process with no prefix",
         [("log_reader.py", "            holder = self._process(_rank_of(proc), None)\n", "            holder = self._process(None, None)\n")],
     ),
+    "diagnose-ray-folded-workers-ignored": (
+        "workers Ray folded into another's model lines are not counted",
+        [("diagnose.py", "    if log.folded_model > log.folded_plugin:\n", "    if False:\n")],
+    ),
+    "reader-silent-worker-runs-nothing": (
+        "a worker that never logs loading the model is not counted as running it",
+        [("log_reader.py", "            if _RUNS_MODEL_BY_NAME.match(name):\n", "            if False:\n")],
+    ),
+    "reader-assertion-needs-its-statement": (
+        "an AssertionError in forward_mqa without its statement in the log is another crash",
+        [("log_reader.py", "                 or not frame.statement.startswith((\"assert \", \"raise \")))\n", "                 or False)\n")],
+    ),
     "diagnose-newest-first-read-anyway": (
         "a log written newest first is judged as if in order",
         [("diagnose.py", "    if log.newest_first:\n", "    if False:\n")],
@@ -533,11 +545,11 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     ),
     "50615-any-statement": (
         "any statement is taken for the buffer's assertion",
-        [("log_reader.py", '            and "topk_indices_buffer" in frame.statement\n', "")],
+        [("log_reader.py", '        return (self.at_the_assertion() and "topk_indices_buffer" in self.innermost.statement\n', "        return (self.at_the_assertion()\n")],
     ),
     "50615-outside-profile-run": (
         "the assertion outside profile_run is taken for #50615",
-        [("log_reader.py", '        return self.at_the_assertion() and "profile_run" in self.functions\n', "        return self.at_the_assertion()\n")],
+        [("log_reader.py", '                and "profile_run" in self.functions)\n', "                )\n")],
     ),
     "diagnose-not-applicable-ignored": (
         "a log of another model is judged as a DeepSeek-V4 one",

@@ -731,6 +731,72 @@ def test_two_torchrun_tee_runs_in_one_file_keep_each_rank_s_plugin_line():
     assert (d.verdict, d.exit_code, d.starts) == ("protected", 0, 2), d.summary
 
 
+# A fifth held-out review (2026-12-06): logs that read wrong.
+
+
+def _ray_tp2(plugin_repeated: bool) -> list[str]:
+    """Ray TP=2 over two nodes with Ray's log deduplication on: the second
+    node's worker shows only through ``[repeated 1x across cluster]``."""
+    folded = " [repeated 1x across cluster]"
+    return [logged(*row) for row in (
+        ("APIServer pid=100", "12-05 10:00:01", "api_utils.py:345", "vLLM API server version 0.27.1"),
+        ("APIServer pid=100", "12-05 10:00:05", "model.py:645",
+         "Resolved architecture: DeepseekV4ForCausalLM"),
+        ("EngineCore pid=200", "12-05 10:00:20", "core.py:116",
+         "Initializing a V1 LLM engine (v0.27.1) with config: model='/m'"),
+        ("RayWorkerWrapper pid=300", "12-05 10:00:35", "instrumentation.py:157", PATCHED),
+        ("RayWorkerWrapper pid=300", "12-05 10:00:45", "gpu_model_runner.py:5405",
+         "Model loading took 40.1 GiB memory and 25.0 seconds"),
+        ("EngineCore pid=200", "12-05 10:01:00", "kv_cache_utils.py:2177",
+         "GPU KV cache size: 1,282,068 tokens"),
+        ("RayWorkerWrapper pid=300", "12-05 10:00:46", "gpu_model_runner.py:5405",
+         "Model loading took 40.1 GiB memory and 25.3 seconds" + folded),
+    )] + ([logged("RayWorkerWrapper pid=300", "12-05 10:00:36", "instrumentation.py:157",
+                  PATCHED + folded)] if plugin_repeated else []) + [
+        "(APIServer pid=100) INFO:     Application startup complete."]
+
+
+def test_a_worker_ray_folded_into_another_s_lines_must_show_the_plugin_too():
+    """A model line repeated once more across the cluster is one more
+    process that runs the model: without the plugin's line repeated as
+    often, the log does not show it covered."""
+    d = diagnosed("\n".join(_ray_tp2(plugin_repeated=False)) + "\n")
+    assert d.exit_code == 2 and "[repeated 1x across cluster]" in d.summary, d.summary
+    d = diagnosed("\n".join(_ray_tp2(plugin_repeated=True)) + "\n")
+    assert (d.verdict, d.exit_code) == ("protected", 0), d.summary
+
+
+def test_a_worker_that_never_says_it_loaded_the_model_still_runs_it():
+    """vLLM 0.27 logs a model's loading once per host: a TP1 worker with no
+    such line and no plugin line is still a process that runs the model."""
+    lines = [logged(*row) for row in (
+        ("APIServer pid=100", "12-05 10:00:01", "api_utils.py:345", "vLLM API server version 0.27.1"),
+        ("APIServer pid=100", "12-05 10:00:05", "model.py:645",
+         "Resolved architecture: DeepseekV4ForCausalLM"),
+        ("Worker_TP0 pid=300", "12-05 10:00:35", "instrumentation.py:157", PATCHED),
+        ("Worker_TP1 pid=301", "12-05 10:00:35", "parallel_state.py:1615", "world_size=2 rank=1"),
+        ("Worker_TP0 pid=300", "12-05 10:00:45", "gpu_model_runner.py:5405",
+         "Model loading took 40.1 GiB memory and 25.0 seconds"),
+        ("Worker_TP0 pid=300", "12-05 10:01:00", "gpu_worker.py:560", "Available KV cache memory: 9 GiB"),
+    )] + ["(APIServer pid=100) INFO:     Application startup complete."]
+    d = diagnosed("\n".join(lines) + "\n")
+    assert d.exit_code == 2 and "not in effect in Worker_TP1 pid=301" in d.summary, d.summary
+
+
+@pytest.mark.parametrize("statement", [None, "    self.impl.forward("], ids=["none", "another-process-s"])
+def test_an_assertion_in_forward_mqa_without_its_own_statement_is_probably_50615(statement):
+    """The #50615 traceback with no source line for the assertion (an image
+    without .py files), or with a line no assertion is in (two processes'
+    tracebacks mixed): probably #50615 (exit 2), never a different crash."""
+    tb = traceback_50615("")
+    tb = [l for l in tb if "topk_indices_buffer" not in l]
+    if statement is not None:
+        tb.insert(-1, statement)
+    d = diagnosed("\n".join(engine_loaded() + tb) + "\n")
+    assert (d.verdict, d.exit_code) == ("inconclusive", 2), d.summary
+    assert d.summary.startswith("Probably vllm-project/vllm#50615"), d.summary
+
+
 # Survivors of the mutation tool over log_reader.py (2026-12-05).
 
 

@@ -282,11 +282,15 @@ def _judge(log: Log) -> Diagnosis:
     if near:
         _, proc, tb = near[0]
         where = _where(tb)
+        missing = ("the traceback is cut before it shows profile_run (a log cut by --tail "
+                   "or --since?): run diagnose on the whole log"
+                   if "topk_indices_buffer" in tb.innermost.statement else
+                   "the log does not show that assertion's statement raising it (no source "
+                   "files in the image, or two processes' lines mixed)")
         return made(
             "inconclusive", EXIT_INCONCLUSIVE,
             f"Probably vllm-project/vllm#50615: AssertionError at {where['file']}:{where['line']} "
-            f"in forward_mqa, in {proc.label}, but the traceback is cut before it shows "
-            "profile_run (a log cut by --tail or --since?): run diagnose on the whole log.",
+            f"in forward_mqa, in {proc.label}, but {missing}.",
             stop_note=False, crash={**where, "processes": [proc.label]},
         )
     # What the API server says when the engine failed ("See root cause
@@ -351,6 +355,13 @@ def _judge(log: Log) -> Diagnosis:
     # A process that also says the plugin is off or left vLLM alone is
     # several processes read as one (lines with no prefix): not covered.
     covered = [p for p in model if not p.plugin_states() & {"disabled", "left-alone"}]
+    if log.folded_model > log.folded_plugin:
+        return made(
+            "inconclusive", EXIT_INCONCLUSIVE,
+            f"Ray folded the model's lines of {log.folded_model} more process(es) into another's "
+            f"([repeated {log.folded_model}x across cluster]) but the plugin's of "
+            f"{log.folded_plugin}: this log does not show every process that runs the model "
+            "covered (set RAY_DEDUP_LOGS=0 to see each).")
     if len(covered) == len(model) and all("patched" in p.plugin_states() for p in model):
         rescued = sum(1 for p in model if p.rescued)
         return made(

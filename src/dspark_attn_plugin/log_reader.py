@@ -55,10 +55,12 @@ _ANCHOR = re.compile(
 # torch's rank prefix (``[rank0]:``), before any other wrapper is learnt.
 _RANK = re.compile(r"(?:\[(?:rank|default)(\d+)\]: ?)+")
 _RANK_NAME = re.compile(r"rank\d+")  # a process only torch's rank names
+# vLLM's names of processes that run the model whatever they log.
+_RUNS_MODEL_BY_NAME = re.compile(r"(?:Vllm)?Worker(?:_|$)|RayWorkerWrapper$")
 _RANK_AT_END = re.compile(r"(?:\[(?:rank|default)(\d+)\]: ?)+$")
 # The longest wrapper learnt (Loki's labels, a log shipper's fields).
 MAX_WRAPPER = 1000
-_RAY_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
+_RAY_REPEATED = re.compile(r"\s*\[repeated (\d+)x across cluster\]\s*$")
 # Wrappers learnt, runs of processes and tracebacks kept: all bounded.
 MAX_WRAPPERS = 16
 MAX_PROCESSES = 512
@@ -206,19 +208,25 @@ class Traceback:
         """The #50615 crash: AssertionError at the topk_indices_buffer
         assertion in forward_mqa of a deepseek_v4 flashmla.py, raised under
         profile_run."""
-        return self.at_the_assertion() and "profile_run" in self.functions
+        return (self.at_the_assertion() and "topk_indices_buffer" in self.innermost.statement
+                and "profile_run" in self.functions)
 
     def at_the_assertion(self) -> bool:
-        """AssertionError at the topk_indices_buffer assertion in
-        forward_mqa of a deepseek_v4 flashmla.py, whatever ran it (a
-        traceback cut before ``profile_run`` shows may still be #50615)."""
+        """An AssertionError raised in forward_mqa of a deepseek_v4
+        flashmla.py at the topk_indices_buffer assertion, whatever ran it (a
+        traceback cut before ``profile_run`` shows may still be #50615), or
+        where the log shows no statement that could raise it (none where
+        the image has no source files, another process's line where two
+        processes' lines mixed): maybe #50615, never "a different crash"."""
         frame = self.innermost
         return (
             self.exc_type == "AssertionError"
             and frame is not None
             and frame.func == "forward_mqa"
             and re.search(r"deepseek_v4/.*flashmla\.py$", frame.file.replace("\\", "/")) is not None
-            and "topk_indices_buffer" in frame.statement
+            # Another assertion shown raising it is another crash.
+            and ("topk_indices_buffer" in frame.statement
+                 or not frame.statement.startswith(("assert ", "raise ")))
         )
 
 
@@ -288,6 +296,10 @@ class Log:
     started: bool = False  # saw a start of the server
     api_start: bool = False  # saw the API server's own start lines
     no_drafter: bool = False  # the engine's config says speculative_config=None
+    # The most processes Ray folded into one model line, and into one of the
+    # plugin's lines (``[repeated Nx across cluster]``): unnamed processes.
+    folded_model: int = 0
+    folded_plugin: int = 0
     first_line: int = 1  # the line of the whole input where this run starts
     # Filled in by the reader's user: the whole input's lines and starts,
     # and what earlier starts came to (bounded).
@@ -320,6 +332,7 @@ class LogReader:
         self._restart = False
         self._api_seen = False
         self._rank: str | None = None  # torch's rank on the line being read (_cut_rank)
+        self._repeats = 0  # Ray's [repeated Nx across cluster] on that line
         # Both bounded, so that no log makes them grow: plugin lines with no
         # prefix yet, and prefixes whose text is on a later line.
         self._pending: deque = deque(maxlen=MAX_PENDING)
@@ -439,6 +452,10 @@ class LogReader:
                     self._claim_pending(proc)  # (torch's rank is no prefix of vLLM's)
         if name is not None and name not in proc.names and len(proc.names) < 8:
             proc.names.append(name)
+            if _RUNS_MODEL_BY_NAME.match(name):
+                # vLLM logs a model's loading once per host (info_once,
+                # local scope): a worker that says nothing of it still runs it.
+                proc.runs_model = True
         return proc
 
     def _claim_pending(self, proc: Process) -> None:
@@ -566,8 +583,10 @@ class LogReader:
         self._line_stamp = None  # until a head gives this line's time (_order)
         self._rank = None  # torch's rank on this line (_cut_rank)
         line = self._unwrap(line)
-        if "[repeated " in line:
-            line = _RAY_REPEATED.sub("", line)
+        self._repeats = 0  # more processes Ray folded into this line
+        if "[repeated " in line and (folded := _RAY_REPEATED.search(line)) is not None:
+            self._repeats = int(folded.group(1))
+            line = line[:folded.start()]
         # Processes writing to one stream at once can leave a prefix without
         # its text: ``(Worker_TP1 pid=2) (Worker_TP0 pid=1) text`` is TP0's
         # line, and TP1's text comes later on a line of its own, without a
@@ -627,6 +646,8 @@ class LogReader:
             m in stripped for m in _MODEL_MESSAGES
         ):
             proc.runs_model = True
+            # The same model line from processes Ray does not name.
+            self.log.folded_model = max(self.log.folded_model, self._repeats)
             if unprefixed and self._pending:
                 # A process with no prefix that runs the model (an engine in
                 # the script's own process): its plugin lines are its own,
@@ -652,6 +673,9 @@ class LogReader:
 
     def _plugin(self, proc: Process, text: str, unprefixed: bool) -> None:
         state = detail = None
+        if self._repeats and ("dspark-attn-plugin" in text or "#50615" in text):
+            # The same plugin line from processes Ray does not name.
+            self.log.folded_plugin = max(self.log.folded_plugin, self._repeats)
         if (m := PATCHED.search(text)):
             state, detail = "patched", m.group("version")
         elif (m := NOT_AFFECTED.search(text)):
