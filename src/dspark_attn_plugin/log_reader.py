@@ -481,10 +481,10 @@ class LogReader:
         What a terminal overwrote (before a carriage return: a progress bar)
         is no wrapper."""
         source, pid = _source_of(head.rsplit("\r", 1)[-1]) if head else ("", None)
-        if pid is not None:
+        if pid is not None and (source in self._pids or len(self._pids) < MAX_SOURCES):
             # A restart's new pid stands for the old one from then on; a pid
             # seen before and left coming back is another process taking
-            # turns with it: a source of its own.
+            # turns with it: a source of its own. (Bounded, as the sources.)
             now, before = self._pids.setdefault(source, [pid, set()])
             if pid in before:
                 # However few its lines: what it wrote before is in the other's.
