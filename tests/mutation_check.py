@@ -423,7 +423,55 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     ),
     "diagnose-another-model-vouches": (
         "another model's start stands for a later DeepSeek-V4 start cut before its warmup",
-        [("diagnose.py", "        if earlier.verdict == \"not-applicable\":\n", "        if False:\n")],
+        [("diagnose.py", "        if earlier.verdict == \"not-applicable\" or (its_model is False and _deepseek_v4(log)):\n", "        if False:\n")],
+    ),
+    "diagnose-another-models-crash-vouches": (
+        "another model's crash stands for a later DeepSeek-V4 start cut before its warmup",
+        [("diagnose.py", "        if earlier.verdict == \"not-applicable\" or (its_model is False and _deepseek_v4(log)):\n", "        if earlier.verdict == \"not-applicable\":\n")],
+    ),
+    "diagnose-stale-crash-vouches": (
+        "a crash without the plugin stands for a later cut start that shows it in effect",
+        [("diagnose.py", "        if earlier.verdict == \"crash-50615\" and _plugin_in_effect_so_far(log):\n", "        if False:\n")],
+    ),
+    "diagnose-failed-start-taken-for-cut": (
+        "a start that reported a failure is judged by the protected start before it",
+        [("diagnose.py", "            stop_note=False, reached=False, ended=True,\n", "            stop_note=False, reached=False,\n")],
+    ),
+    "diagnose-report-before-death": (
+        "a failure report hides the process death before it",
+        [("diagnose.py", "    if death is None and errors and not causes:\n", "    if errors and not causes:\n")],
+    ),
+    "diagnose-relayed-failure-is-cause": (
+        "the engine's 'Worker failed ... check the stack trace above' is read as the crash",
+        [("diagnose.py", "_REPORTS = (\"root cause above\", \"initialization failed\", \"stack trace above\",\n", "_REPORTS = (\"root cause above\", \"initialization failed\",\n")],
+    ),
+    "diagnose-world-size-ignored": (
+        "a log with some of the model's ranks reads protected",
+        [("diagnose.py", "    if log.world_size > in_effect and len(covered) == len(model) and all(\n", "    if False and all(\n")],
+    ),
+    "reader-folded-plugin-counts-one": (
+        "Ray's folded plugin line counts one process",
+        [("log_reader.py", "            proc.in_effect_for = max(proc.in_effect_for, self._repeats or 1)\n", "            proc.in_effect_for = 1\n")],
+    ),
+    "reader-start-repeated-unseen": (
+        "two replicas' mixed lines read as one server",
+        [("log_reader.py", "            if mark in self._started_here and not self.start_repeated:\n", "            if False:\n")],
+    ),
+    "reader-supervisor-exit-no-death": (
+        "docker's 'exited with code 137' is no process death",
+        [("log_reader.py", "    r\"|exited with code (?!0\\b|130\\b|143\\b)\\d+\"\n", "    r\"|(?!)\"\n")],
+    ),
+    "reader-systemd-kill-no-death": (
+        "systemd's 'Main process exited, code=killed' is no process death",
+        [("log_reader.py", "    r\"|Main process exited, code=(?:killed|dumped), status=(?!2/|15/)\"\n", "    r\"|(?!)\"\n")],
+    ),
+    "reader-cancel-is-crash": (
+        "a client's CancelledError is read as a crash",
+        [("log_reader.py", "        return self.exc_type.split(\".\")[-1] == _CANCELLED\n", "        return False\n")],
+    ),
+    "reader-json-after-prefix-unread": (
+        "a JSON logging config's record behind vLLM's prefix is not opened",
+        [("log_reader.py", "            if line[:1] == \"{\" and line.rstrip().endswith(\"}\"):\n", "            if False:\n")],
     ),
     "reader-ranks-one-process": (
         "torch's [rankN]: lines of several processes read as one",
@@ -612,7 +660,7 @@ _CORE = ["tests/test_small_rules.py", "tests/test_warmup_shape.py", "tests/test_
 FOCUS: dict[str, list[str]] = {name: _CORE for name in MUTATIONS if name.startswith(("R", "M", "walk-", "runtime-", "switch", "allow", "ifexp", "merge", "edit-", "rebuild", "super-cell", "status-"))}
 FOCUS.update({name: ["tests/test_diagnose.py", "tests/test_diagnose_corpus.py",
                      "tests/test_log_formats.py", "tests/test_log_reader_details.py",
-                     "tests/test_log_exports.py"]
+                     "tests/test_log_exports.py", "tests/test_diagnose_deployments.py"]
               for name in MUTATIONS if name.startswith(("reader-", "50615-", "diagnose-", "broken-",
                                                         "input-", "exports-"))})
 FOCUS.update({name: ["tests/test_ray_settings.py"] for name in MUTATIONS if name.startswith("ray-")})

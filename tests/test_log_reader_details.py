@@ -938,18 +938,29 @@ def test_one_step_back_in_time_is_no_log_read_newest_first():
     assert (d.verdict, d.exit_code) == ("protected", 0), d.summary
 
 
-def test_a_ctrl_c_ending_in_a_dotted_cancelled_error_is_a_stop():
+def test_a_dotted_cancelled_error_is_neither_a_crash_nor_a_stop():
     """asyncio's ``CancelledError`` is written with its module
-    (``asyncio.exceptions.CancelledError``) at a Ctrl-C: a stop, not a crash."""
-    lines = _offline_start(0, False) + [
+    (``asyncio.exceptions.CancelledError``); a task cancelled (a Ctrl-C, a
+    client that disconnected) is no crash, and no stop either: a crash after
+    it is still judged."""
+    cancelled = [
         "ERROR 12-04 10:01:00 [core.py:1] Traceback (most recent call last):",
         'ERROR 12-04 10:01:00 [core.py:1]   File "/v/vllm/v1/engine/core.py", line 10, in run',
         "ERROR 12-04 10:01:00 [core.py:1]     await task",
         "ERROR 12-04 10:01:00 [core.py:1] asyncio.exceptions.CancelledError",
     ]
-    d = diagnosed("\n".join(lines) + "\n")
+    d = diagnosed("\n".join(_offline_start(0, False) + cancelled) + "\n")
     assert (d.verdict, d.exit_code) == ("protected", 0), d.summary
-    assert "(The server was stopped at line 9 of the log.)" in d.summary, d.summary
+    assert "stopped" not in d.summary, d.summary
+    crash = [
+        "ERROR 12-04 10:02:00 [core.py:1] Traceback (most recent call last):",
+        'ERROR 12-04 10:02:00 [core.py:1]   File "/v/vllm/v1/engine/core.py", line 20, in step',
+        "ERROR 12-04 10:02:00 [core.py:1]     out = self.model_executor.execute_model()",
+        "ERROR 12-04 10:02:00 [core.py:1] torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
+    ]
+    d = diagnosed("\n".join(_offline_start(0, False) + cancelled + crash) + "\n")
+    assert (d.verdict, d.exit_code) == ("other-crash", 3), d.summary
+    assert "AcceleratorError" in d.summary, d.summary
 
 
 def test_a_log_that_begins_at_the_crash_s_innermost_frame_names_the_probable_50615():

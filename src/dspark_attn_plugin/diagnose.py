@@ -56,6 +56,13 @@ _DEEPSEEK_V4_DRAFTERS = {"DSparkDraftModel"}
 # module is loaded (not at registration, nor when its patch is removed).
 _JUDGED_ON_LOAD = re.compile(r"dspark-attn-plugin (?:cannot patch|does not recognise|failed on)")
 
+# What a process says when another one failed (the API server: "See root
+# cause above"; the engine: "Worker failed with error '', please check the
+# stack trace above for the root cause"; "EngineDeadError: ... See stack
+# trace (above) for the root cause").
+_REPORTS = ("root cause above", "initialization failed", "stack trace above",
+            "stack trace (above)")
+
 EXIT_CODES_HELP = (
     "Exit status: 0 protected or not needed (the plugin patched every process that "
     "ran the model's warmup, or the build is not affected / fixed, or the model is "
@@ -86,6 +93,9 @@ class Diagnosis:
     notes: list[str] = field(default_factory=list)  # what reading the input took
     # The start judged got to its warmup (or crashed): a verdict of its own.
     reached: bool = True
+    # The start judged ended (failed) before its warmup: not one cut there,
+    # so no earlier start's verdict stands for it.
+    ended: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -187,6 +197,14 @@ def diagnose(log: Log) -> Diagnosis:
             "sources (pods or containers named before each line or in each record), so it "
             "cannot show each server protected. Diagnose each on its own (`kubectl logs "
             f"POD`). What the lines read as one server came to: {d.summary}")
+    elif d.exit_code == EXIT_OK and log.start_repeated:
+        d.verdict, d.exit_code = "inconclusive", EXIT_INCONCLUSIVE
+        d.summary = (
+            f"Nothing conclusive: a process logs its start a second time at line "
+            f"{log.start_repeated:,} before its first start got anywhere: these are the lines "
+            "of two servers mixed, with nothing on each line naming its own (`kubectl logs -l` "
+            "without `--prefix`?), and one protected start says nothing of the other. "
+            f"Diagnose each on its own. What the lines read as one server came to: {d.summary}")
     elif d.exit_code == EXIT_OK and log.starts_back_in_time:
         d.verdict, d.exit_code = "inconclusive", EXIT_INCONCLUSIVE
         d.summary = (
@@ -203,12 +221,18 @@ def _latest(log: Log) -> Diagnosis:
     its warmup where the last was cut before it."""
     d = _judge(log)
     previous = log.previous
-    if not d.reached and d.verdict == "inconclusive" and previous is not None:
-        start, from_line, earlier = previous
-        if earlier.verdict == "not-applicable":
+    if not d.reached and not d.ended and d.verdict == "inconclusive" and previous is not None:
+        start, from_line, earlier, its_model = previous
+        if earlier.verdict == "not-applicable" or (its_model is False and _deepseek_v4(log)):
             # Another model's start says nothing of this one's warmup.
             d.summary = (f"{d.summary} Start {start} before it (from line {from_line:,}) ran "
                          "another model: that is no verdict for this start.")
+            return d
+        if earlier.verdict == "crash-50615" and _plugin_in_effect_so_far(log):
+            # That crash had the plugin not in effect; this start has it.
+            d.summary = (f"{d.summary} Start {start} before it (from line {from_line:,}) came "
+                         "to the #50615 crash with the plugin not in effect; this start shows "
+                         "it in effect, so that is no verdict for it.")
             return d
         if earlier.exit_code == EXIT_OK and not _plugin_in_effect_so_far(log):
             # An earlier start was protected, but this one shows no plugin in
@@ -274,7 +298,7 @@ def _judge(log: Log) -> Diagnosis:
         )
     errors = [
         (t.line_no, p, t) for p in procs for t in p.tracebacks
-        if stopped_at is None or t.line_no < stopped_at
+        if (stopped_at is None or t.line_no < stopped_at) and not t.is_cancellation()
     ]
     # The assertion of #50615 in a traceback cut before it shows what ran it:
     # likely the crash, never "a different crash".
@@ -296,15 +320,6 @@ def _judge(log: Log) -> Diagnosis:
     # What the API server says when the engine failed ("See root cause
     # above"): the cause is another process's traceback, not in this log.
     causes = [(n, p, t) for n, p, t in errors if not _a_report_of_another(t)]
-    if errors and not causes:
-        _, proc, tb = errors[0]
-        return made(
-            "inconclusive", EXIT_INCONCLUSIVE,
-            f"Nothing conclusive: the log shows {proc.label} reporting that the engine failed "
-            f"({tb.exc_type}: {tb.message[:160]}), but not the failure itself (the log is cut?).",
-            stop_note=False, reached=False,
-        )
-    errors = causes
     applies = _deepseek_v4(log)
     # A start that died before any process loaded the model says nothing of
     # the start after it (a changed argument, another image): it is no
@@ -312,6 +327,17 @@ def _judge(log: Log) -> Diagnosis:
     loaded = any(p.runs_model for p in procs)
     death = log.death if log.death is not None and (
         stopped_at is None or log.death[0] < stopped_at) else None
+    if death is None and errors and not causes:
+        _, proc, tb = errors[0]
+        # A start that failed is no start cut before its warmup: an earlier
+        # one's verdict is none for it (ended=True).
+        return made(
+            "inconclusive", EXIT_INCONCLUSIVE,
+            f"Nothing conclusive: the log shows {proc.label} reporting that the engine failed "
+            f"({tb.exc_type}: {tb.message[:160]}), but not the failure itself (the log is cut?).",
+            stop_note=False, reached=False, ended=True,
+        )
+    errors = causes
     if death is not None and (not errors or death[0] <= min(e[0] for e in errors)):
         _, line, text, label = death
         return made(
@@ -362,6 +388,19 @@ def _judge(log: Log) -> Diagnosis:
             f"([repeated {log.folded_model}x across cluster]) but the plugin's of "
             f"{log.folded_plugin}: this log does not show every process that runs the model "
             "covered (set RAY_DEDUP_LOGS=0 to see each).")
+    def in_effect_in(p: Process) -> set[str]:
+        return p.plugin_states() & {"patched", "not-affected", "fixed"}
+
+    # Each process in effect, or the processes Ray folded into its line.
+    in_effect = sum(max(1, p.in_effect_for) for p in model if in_effect_in(p))
+    if log.world_size > in_effect and len(covered) == len(model) and all(
+            in_effect_in(p) for p in model):
+        return made(
+            "inconclusive", EXIT_INCONCLUSIVE,
+            f"The model runs on {log.world_size} ranks (vLLM's world size), but this log shows "
+            f"the plugin in effect in {in_effect} of them: the other ranks' processes are not "
+            "in it (another node's log, or lines Ray folded: set RAY_DEDUP_LOGS=0), so it does "
+            "not show the deployment protected. Diagnose each node's log.")
     if len(covered) == len(model) and all("patched" in p.plugin_states() for p in model):
         rescued = sum(1 for p in model if p.rescued)
         return made(
@@ -388,7 +427,7 @@ def _judge(log: Log) -> Diagnosis:
 def _a_report_of_another(tb: Traceback) -> bool:
     """A traceback that reports another process's failure (vLLM's "See root
     cause above", "Engine core initialization failed")."""
-    report = "root cause above" in tb.message or "initialization failed" in tb.message
+    report = any(m in tb.message for m in _REPORTS)
     return report and not (_DEATH.search(tb.message) and not _DEATH_NOT.search(tb.message))
 
 
@@ -429,7 +468,7 @@ def read_paths(paths: list[str], stdin=None) -> Log:
         entry = {"start": count[0], "from_line": run.first_line, "verdict": d.verdict,
                  "exit_code": d.exit_code, "summary": d.summary}
         if d.reached and d.verdict in CONCLUSIVE_EARLIER + ("inconclusive",):
-            previous[0] = (count[0], run.first_line, d)
+            previous[0] = (count[0], run.first_line, d, _deepseek_v4(run))
         earlier.append(entry)
         if len(earlier) > MAX_EARLIER:
             del earlier[MAX_EARLIER // 2]  # keep the first and the latest
@@ -462,6 +501,7 @@ def read_paths(paths: list[str], stdin=None) -> Log:
     log.newest_first = (reader.steps_back or reader.headers_after_frames) if reader.newest_first else 0
     log.interleaved_sources = reader.interleaved_sources
     log.starts_back_in_time = reader.starts_back_in_time
+    log.start_repeated = reader.start_repeated
     return log
 
 

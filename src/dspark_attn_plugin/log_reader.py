@@ -72,17 +72,29 @@ _JSON_TRACE = ("exc_info", "exc_text", "exception", "stack_trace", "traceback", 
 _API_START = ("vLLM API server version", "non-default args:")
 _ENGINE_START = ("Initializing a V1 LLM engine", "Initializing an LLM engine")
 _RUN_END = re.compile(r"exited with code \d+")
+# What a process logs once in a start of the server.
+_ONCE_A_START = ("vLLM API server version",) + _ENGINE_START
+_WORLD = re.compile(r"\brank \d+ in world size (\d+)\b")
 # Lines that say the server is being stopped: what it raises after is a
 # consequence, not a crash.
 _STOPPING = ("Shutting down", "shutting down", "Received SIGTERM", "Received SIGINT",
              "received signal", "Aborted!")
-_STOPS = {"KeyboardInterrupt", "SystemExit", "CancelledError"}
+_STOPS = {"KeyboardInterrupt", "SystemExit"}
+# An asyncio task cancelled: at a Ctrl-C, and at every client that
+# disconnects (uvicorn's "Exception in ASGI application"). Neither a stop nor
+# a crash: what follows it is judged on its own.
+_CANCELLED = "CancelledError"
 # Lines that say a process died: vLLM shuts down because of it, which is a
 # crash, not a stop (what died and how is kept).
 _DEATH = re.compile(
     r"died unexpectedly|exit code: -?\d+|exitcode=-?\d+|\bSIGKILL\b|\bSIGSEGV\b|\bSIGABRT\b"
     r"|[Oo]ut of memory|\bOOM[ -]?kill|oom-kill|Killed process|\bOOMKilled\b"
     r"|terminated by signal|core dumped|Failed core proc\(s\): \{[^}]*: -\d+"
+    # docker (compose)'s container that ended, systemd's service that was
+    # killed or failed; not one that ended well, nor a stop (SIGINT, SIGTERM).
+    r"|exited with code (?!0\b|130\b|143\b)\d+"
+    r"|Main process exited, code=(?:killed|dumped), status=(?!2/|15/)"
+    r"|Main process exited, code=exited, status=[1-9]"
 )
 _DEATH_NOT = re.compile(r"exit code: 0\b|exitcode=0\b|CUDA out of memory")
 # vLLM's head anywhere in the first characters of a line: what comes before
@@ -204,6 +216,10 @@ class Traceback:
     def innermost(self) -> Frame | None:
         return self.frames[-1] if self.frames else None
 
+    def is_cancellation(self) -> bool:
+        """An asyncio task cancelled (``_CANCELLED``): no crash, no stop."""
+        return self.exc_type.split(".")[-1] == _CANCELLED
+
     def is_50615(self) -> bool:
         """The #50615 crash: AssertionError at the topk_indices_buffer
         assertion in forward_mqa of a deepseek_v4 flashmla.py, raised under
@@ -247,6 +263,9 @@ class Process:
     traceback_count: int = 0
     kv_cache_tokens: int | None = None  # "GPU KV cache size: N tokens"
     max_concurrency: float | None = None  # "Maximum concurrency for ...: Nx"
+    # The processes its line saying the plugin is in effect stands for: 1,
+    # or N where Ray folded that line of N processes into it.
+    in_effect_for: int = 0
     # a traceback being read: frames so far, function names, last frame
     _frames: deque = field(default_factory=lambda: deque(maxlen=MAX_FRAMES))
     _functions: set = field(default_factory=set)
@@ -306,11 +325,16 @@ class Log:
     total_lines: int = 0
     runs: int = 1
     earlier: list = field(default_factory=list)
-    previous: tuple | None = None  # (start, its first line, its Diagnosis)
+    previous: tuple | None = None  # (start, its first line, its Diagnosis, DeepSeek-V4 or not)
     notes: list = field(default_factory=list)  # what reading the input took
     newest_first: int = 0  # > 0: the input reads newest first (the evidence's count)
     interleaved_sources: int = 0  # > 0: that many sources' lines take turns
     starts_back_in_time: int = 0  # > 0: the line of a start timed before the lines above it
+    # vLLM's "rank R in world size W": the most ranks the model runs on.
+    world_size: int = 0
+    # > 0: the line where a process logged its start a second time in one
+    # start of the server: two servers' lines mixed with nothing naming each.
+    start_repeated: int = 0
 
     def ordered(self) -> list[Process]:
         return sorted(self.processes.values(), key=lambda p: p.first_line)
@@ -355,6 +379,8 @@ class LogReader:
         self.pids_took_turns = False  # a pid left came back: two processes, not a restart
         self.sources_overflow = False
         self._record_source: str | None = None
+        self._started_here: set = set()  # (process, start line) of this run
+        self.start_repeated = 0
 
     @property
     def newest_first(self) -> bool:
@@ -407,6 +433,7 @@ class LogReader:
 
     def _new_run(self) -> None:
         self._restart = False
+        self._started_here = set()
         if self._on_run_end is not None:
             self._on_run_end(self.log)
         # Plugin lines with no prefix yet were written by the new start's
@@ -583,6 +610,11 @@ class LogReader:
         self._line_stamp = None  # until a head gives this line's time (_order)
         self._rank = None  # torch's rank on this line (_cut_rank)
         line = self._unwrap(line)
+        self._feed_vllm(line)
+
+    def _feed_vllm(self, line: str) -> None:
+        """One line without its pipeline's wrapper: vLLM's prefixes, head
+        and text."""
         self._repeats = 0  # more processes Ray folded into this line
         if "[repeated " in line and (folded := _RAY_REPEATED.search(line)) is not None:
             self._repeats = int(folded.group(1))
@@ -603,6 +635,18 @@ class LogReader:
         if prefixes:
             name, pid, ip = prefixes[-1]
             self._dangling.extend(prefixes[:-1])
+            if line[:1] == "{" and line.rstrip().endswith("}"):
+                # vLLM's process prefix before a JSON logging config's record
+                # (written by the process, prefixed by vLLM): its message and
+                # traceback are that process's lines.
+                record = _json_record(line.strip())
+                inner = record_lines(record) if record is not None else None
+                if inner is not None:
+                    for i, text in enumerate(inner):
+                        if i:
+                            self.log.lines += 1
+                        self._feed_vllm(found.group(0).rstrip() + " " + text)
+                    return
             line = self._cut_rank(line)  # torch's after vLLM's: the prefix names the process
         elif self._rank is not None:
             # torch's rank is all that tells this process from the others
@@ -624,6 +668,12 @@ class LogReader:
         if found is not None or head:
             self.log.vllm_lines += 1
         proc = self._process(name, pid, ip)
+        if any(m in line for m in _ONCE_A_START):
+            mark = (proc.key, next(m for m in _ONCE_A_START if m in line))
+            if mark in self._started_here and not self.start_repeated:
+                self.start_repeated = self.total_lines
+            elif len(self._started_here) < MAX_PROCESSES:
+                self._started_here.add(mark)
         self._read(proc, line, file, found is None)
 
     def _read(self, proc: Process, text: str, file: str | None, unprefixed: bool) -> None:
@@ -642,6 +692,8 @@ class LogReader:
                 self.log.more_architectures = True
         if "speculative_config=None" in stripped:
             self.log.no_drafter = True
+        if "world size" in stripped and (world := _WORLD.search(stripped)):
+            self.log.world_size = max(self.log.world_size, int(world.group(1)))
         if (file and file.rsplit("/", 1)[-1] in _MODEL_FILES) or any(
             m in stripped for m in _MODEL_MESSAGES
         ):
@@ -693,6 +745,8 @@ class LogReader:
             return
         if state is None:
             return
+        if state in ("patched", "not-affected", "fixed"):
+            proc.in_effect_for = max(proc.in_effect_for, self._repeats or 1)
         proc.plugin.append((state, detail))
         if unprefixed:
             self._pending.append((proc, state, detail))

@@ -1,0 +1,320 @@
+"""``diagnose`` on what a deployment's log shows beyond one clean start: how
+a start ended (a failure reported, a container or service killed, a client
+that went away), who is in the log (the ranks of the model, two replicas'
+lines mixed) and how a process's lines were written (a JSON logging config
+behind vLLM's process prefix). Each case is one a reviewer who had not read
+these tests found read wrong (most as exit 0), each test failing on the
+source before its rule was fixed.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from test_diagnose import diagnosed
+from test_log_reader_details import PATCHED, logged, traceback_50615
+
+API, ENGINE = "APIServer pid=1", "EngineCore pid=312"
+RESCUED = ("dspark-attn-plugin: model.layers.4.attn warmed up without topk_indices_buffer; "
+           "stock vLLM would have stopped here (vllm-project/vllm#50615)")
+
+
+def api_start(when: str, tp: int = 1) -> list[str]:
+    return [
+        logged(API, when, "api_server.py:1896", "vLLM API server version 0.27.1"),
+        logged(API, when, "utils.py:328", "non-default args: {'model': 'deepseek-ai/DeepSeek-V4-Flash', "
+               f"'speculative_config': {{'method': 'dspark'}}, 'tensor_parallel_size': {tp}}}"),
+        logged(API, when, "model.py:547", "Resolved architecture: DeepseekV4ForCausalLM"),
+        logged(API, when, "model.py:547", "Resolved architecture: DSparkDraftModel"),
+    ]
+
+
+def engine_start(when: str, engine: str = ENGINE) -> list[str]:
+    return [logged(engine, when, "core.py:97", "Initializing a V1 LLM engine (v0.27.1) with config: "
+                   "model='deepseek-ai/DeepSeek-V4-Flash', tensor_parallel_size=1")]
+
+
+def loaded(process: str, when: str, patched: bool = True, world: str | None = "rank 0 in world size 1") -> list[str]:
+    lines = [logged(process, when, "parallel_state.py:1208",
+                    f"{world} is assigned as DP rank 0, PP rank 0, TP rank 0")] if world else []
+    lines.append(logged(process, when, "gpu_model_runner.py:3365",
+                        "Starting to load model deepseek-ai/DeepSeek-V4-Flash..."))
+    if patched:
+        lines.append(logged(process, when, "instrumentation.py:157", PATCHED))
+    lines.append(logged(process, when, "gpu_model_runner.py:3460",
+                        "Model loading took 71.3 GiB memory and 44.8 seconds"))
+    return lines
+
+
+def warmed(process: str, when: str) -> list[str]:
+    return [logged(process, when, "rescue_note.py:31", RESCUED),
+            logged(process, when, "gpu_worker.py:298", "Available KV cache memory: 4.82 GiB")]
+
+
+def serving(when: str) -> list[str]:
+    return [logged(ENGINE, when, "core.py:210", "init engine (profile, create kv cache, warmup model) took 98 seconds"),
+            f"({API}) INFO:     Application startup complete."]
+
+
+def protected_tp1(when: str) -> list[str]:
+    return (api_start(when) + engine_start(when) + loaded(ENGINE, when) + warmed(ENGINE, when)
+            + serving(when))
+
+
+def engine_failed_report(when: str) -> list[str]:
+    """The API server's report that the engine failed: its cause is elsewhere."""
+    return [f"({API}) " + line for line in (
+        "Traceback (most recent call last):",
+        '  File "/v/vllm/v1/engine/core_client.py", line 911, in wait_for_engine_startup',
+        "    raise RuntimeError(",
+        "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+    )]
+
+
+def text(lines: list[str]) -> str:
+    return "\n".join(lines) + "\n"
+
+
+# --- how a start ended --------------------------------------------------------------
+
+
+def test_a_restart_that_loaded_the_model_and_reported_a_failure_is_not_judged_by_the_start_before():
+    """The last start loaded the model, then the API server reported that the
+    engine failed, its cause not in the log: that start failed, it was not
+    cut before its warmup, and the protected start before it is no verdict
+    for it."""
+    lines = (protected_tp1("12-01 01:28:10") + [f"({API}) INFO:     Shutting down"]
+             + api_start("12-01 02:28:10") + engine_start("12-01 02:28:21")
+             + loaded(ENGINE, "12-01 02:28:35") + engine_failed_report("12-01 02:41:07"))
+    d = diagnosed(text(lines))
+    assert (d.verdict, d.exit_code, d.starts) == ("inconclusive", 2, 2), d.summary
+    assert "reporting that the engine failed" in d.summary, d.summary
+
+
+def test_a_worker_that_died_before_the_api_server_reported_the_failure_is_a_different_crash():
+    """``Worker proc ... died unexpectedly`` then the API server's report:
+    the death is the crash (3), in a single start and in a restart."""
+    died = [logged("EngineCore_DP0 pid=312", "12-01 01:29:33", "multiproc_executor.py:152",
+                   "Worker proc VllmWorker-1 died unexpectedly, shutting down executor.", "ERROR")]
+    one = (api_start("12-01 01:28:10", 2) + loaded("Worker_TP0 pid=455", "12-01 01:28:35", world=None)
+           + loaded("Worker_TP1 pid=456", "12-01 01:28:35", world=None) + died
+           + engine_failed_report("12-01 01:29:34"))
+    d = diagnosed(text(one))
+    assert (d.verdict, d.exit_code) == ("other-crash", 3), d.summary
+    assert "died unexpectedly" in d.summary, d.summary
+    d = diagnosed(text(protected_tp1("12-01 00:28:10") + [f"({API}) INFO:     Shutting down"] + one))
+    assert (d.verdict, d.exit_code, d.starts) == ("other-crash", 3, 2), d.summary
+
+
+@pytest.mark.parametrize("ending, dies", [
+    ("vllm-1 exited with code 137", True),
+    ("vllm-1 exited with code 139", True),
+    ("vllm-1 exited with code 1", True),
+    ("Dec 01 03:20:41 gpu-node-3 systemd[1]: vllm.service: Main process exited, code=killed, status=9/KILL", True),
+    ("Dec 01 03:20:41 gpu-node-3 systemd[1]: vllm.service: Main process exited, code=dumped, status=11/SEGV", True),
+    ("Dec 01 03:20:41 gpu-node-3 systemd[1]: vllm.service: Main process exited, code=exited, status=1/FAILURE", True),
+    ("vllm-1 exited with code 0", False),
+    ("vllm-1 exited with code 143", False),
+    ("vllm-1 exited with code 130", False),
+    ("Dec 01 03:20:41 gpu-node-3 systemd[1]: vllm.service: Main process exited, code=killed, status=15/TERM", False),
+    ("Dec 01 03:20:41 gpu-node-3 systemd[1]: vllm.service: Main process exited, code=exited, status=0/SUCCESS", False),
+])
+def test_a_container_or_service_that_was_killed_or_failed_is_a_process_that_died(ending, dies):
+    """docker (compose)'s ``exited with code N`` and systemd's ``Main process
+    exited`` say the server's process ended: killed, dumped or failed is a
+    crash (3), also where it came right after the rescued layer in the
+    warmup; ended well, or stopped (SIGINT, SIGTERM), is not."""
+    d = diagnosed(text(protected_tp1("12-01 01:28:10") + [ending]))
+    assert (d.verdict, d.exit_code) == (("other-crash", 3) if dies else ("protected", 0)), d.summary
+    if dies:
+        assert "a process died" in d.summary, d.summary
+        mid_warmup = (api_start("12-01 01:28:10") + engine_start("12-01 01:28:10")
+                      + loaded(ENGINE, "12-01 01:28:10") + warmed(ENGINE, "12-01 01:29:34")[:1] + [ending])
+        d = diagnosed(text(mid_warmup))
+        assert (d.verdict, d.exit_code) == ("other-crash", 3), d.summary
+
+
+def test_a_client_that_went_away_is_no_stop_and_a_later_crash_is_still_judged():
+    """uvicorn's "Exception in ASGI application" ending in a
+    ``CancelledError`` (a client disconnected) is neither a stop nor a
+    crash: the engine's fatal error hours later is judged (3)."""
+    cancelled = [f"({API}) ERROR:    Exception in ASGI application"] + [f"({API}) " + line for line in (
+        "Traceback (most recent call last):",
+        '  File "/u/starlette/responses.py", line 238, in listen_for_disconnect',
+        "    message = await receive()",
+        '  File "/usr/lib/python3.12/asyncio/locks.py", line 214, in wait',
+        "    await fut",
+        "asyncio.exceptions.CancelledError: Cancelled by cancel scope 7f6028dc8ee0",
+    )]
+    fatal = [logged(ENGINE, "12-01 03:12:44", "core.py:851", line, "ERROR") for line in (
+        "EngineCore encountered a fatal error.",
+        "Traceback (most recent call last):",
+        '  File "/v/vllm/v1/engine/core.py", line 869, in run_busy_loop',
+        "    self._process_engine_step()",
+        "torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
+    )]
+    d = diagnosed(text(protected_tp1("12-01 01:28:10") + cancelled + fatal))
+    assert (d.verdict, d.exit_code) == ("other-crash", 3), d.summary
+    assert "AcceleratorError" in d.summary and "stopped" not in d.summary, d.summary
+    d = diagnosed(text(protected_tp1("12-01 01:28:10") + cancelled))
+    assert (d.verdict, d.exit_code) == ("protected", 0), d.summary
+
+
+def test_a_worker_s_failure_relayed_by_the_engine_is_a_report_not_the_cause():
+    """The engine's ``Worker failed with error '', please check the stack
+    trace above for the root cause`` relays a worker's failure (a bare
+    AssertionError prints as ''): with the worker's traceback not in the
+    log, nothing conclusive, not "a different crash"."""
+    relayed = [logged("EngineCore_DP0 pid=312", "12-01 01:29:31", "core.py:1099", line, "ERROR") for line in (
+        "EngineCore failed to start.",
+        "Traceback (most recent call last):",
+        '  File "/v/vllm/v1/executor/multiproc_executor.py", line 300, in collective_rpc',
+        "    raise RuntimeError(",
+        "RuntimeError: Worker failed with error '', please check the stack trace above for the root cause",
+    )]
+    lines = (api_start("12-01 01:28:10", 2) + loaded("Worker_TP0 pid=455", "12-01 01:28:35", patched=False, world=None)
+             + relayed)
+    d = diagnosed(text(lines))
+    assert (d.verdict, d.exit_code) == ("inconclusive", 2), d.summary
+    assert "reporting that the engine failed" in d.summary, d.summary
+
+
+# --- an earlier start as the verdict of a start cut before its warmup ------------
+
+
+def _crash_without_plugin(when: str) -> list[str]:
+    return (api_start(when) + engine_start(when) + loaded(ENGINE, when, patched=False)
+            + traceback_50615(f"({ENGINE}) ERROR {when} [core.py:708] "))
+
+
+def test_an_earlier_50615_crash_is_no_verdict_for_a_cut_start_that_shows_the_plugin_in_effect():
+    """The crash before had the plugin not in effect; the start after it,
+    cut before its warmup, shows it patched: its remedy would be stale."""
+    lines = (_crash_without_plugin("12-01 01:28:10") + api_start("12-01 02:28:10")
+             + engine_start("12-01 02:28:21") + loaded(ENGINE, "12-01 02:28:35"))
+    d = diagnosed(text(lines))
+    assert (d.verdict, d.exit_code, d.starts) == ("inconclusive", 2, 2), d.summary
+    assert "shows it in effect, so that is no verdict for it" in d.summary, d.summary
+    # Not shown in effect: the crash before still stands for it.
+    lines = (_crash_without_plugin("12-01 01:28:10") + api_start("12-01 02:28:10")
+             + engine_start("12-01 02:28:21") + loaded(ENGINE, "12-01 02:28:35", patched=False))
+    d = diagnosed(text(lines))
+    assert (d.verdict, d.exit_code) == ("crash-50615", 1), d.summary
+
+
+def test_another_model_s_crash_is_no_verdict_for_a_deepseek_v4_start_cut_before_its_warmup():
+    """A Qwen3 start that ran out of memory, then a DeepSeek-V4 start cut
+    before its warmup: the other model's crash says nothing of it."""
+    qwen = [
+        logged(API, "12-01 01:00:00", "api_server.py:1896", "vLLM API server version 0.27.1"),
+        logged(API, "12-01 01:00:00", "model.py:547", "Resolved architecture: Qwen3ForCausalLM"),
+        logged(ENGINE, "12-01 01:00:05", "gpu_model_runner.py:3460", "Model loading took 60 GiB memory and 30 seconds"),
+    ] + [logged(ENGINE, "12-01 01:00:09", "core.py:708", line, "ERROR") for line in (
+        "Traceback (most recent call last):",
+        '  File "/v/vllm/v1/worker/gpu_worker.py", line 488, in determine_available_memory',
+        "    self.model_runner.profile_run()",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+    )]
+    lines = qwen + api_start("12-01 02:28:10") + engine_start("12-01 02:28:21") + loaded(ENGINE, "12-01 02:28:35")
+    d = diagnosed(text(lines))
+    assert (d.verdict, d.exit_code, d.starts) == ("inconclusive", 2, 2), d.summary
+    assert "ran another model" in d.summary, d.summary
+
+
+# --- who is in the log ---------------------------------------------------------------
+
+
+def test_two_replicas_mixed_with_nothing_naming_each_are_not_one_protected_server():
+    """``kubectl logs -l app=vllm`` without ``--prefix``: two replicas with
+    the same pids, their starts a second apart, one protected and one still
+    loading without the plugin. A process that logs its start twice before
+    it got anywhere is two servers' lines: nothing conclusive."""
+    a, b = "12-01 01:28:10", "12-01 01:28:11"
+    lines = (api_start(a) + api_start(b) + engine_start(a) + engine_start(b) + loaded(ENGINE, a)
+             + warmed(ENGINE, a) + serving(a))
+    d = diagnosed(text(lines))
+    assert (d.verdict, d.exit_code) == ("inconclusive", 2), d.summary
+    assert "logs its start a second time at line 5" in d.summary, d.summary
+    # One server, its data-parallel engines each starting once: protected.
+    engines = ["EngineCore_DP0 pid=312", "EngineCore_DP1 pid=313"]
+    lines = (api_start(a) + engine_start(a, engines[0]) + engine_start(a, engines[1])
+             + [line for e, r in zip(engines, "01") for line in
+                loaded(e, a, world=f"rank {r} in world size 2") + warmed(e, a)] + serving(a))
+    d = diagnosed(text(lines))
+    assert (d.verdict, d.exit_code) == ("protected", 0), d.summary
+
+
+def test_a_node_s_log_that_shows_some_of_the_model_s_ranks_is_not_the_deployment_protected():
+    """Tensor parallel 4 over two nodes: this node's log shows its two
+    workers patched, but vLLM's world size is 4: the other node's are not in
+    it."""
+    workers = [(f"Worker_TP{r} pid={455 + r}", f"rank {r} in world size 4") for r in (0, 1)]
+    lines = api_start("12-01 01:28:10", 4) + [line for w, world in workers for line in
+                                              loaded(w, "12-01 01:28:35", world=world) + warmed(w, "12-01 01:29:34")]
+    d = diagnosed(text(lines))
+    assert (d.verdict, d.exit_code) == ("inconclusive", 2), d.summary
+    assert "runs on 4 ranks" in d.summary and "in 2 of them" in d.summary, d.summary
+    # The same with all four in the log: protected.
+    workers = [(f"Worker_TP{r} pid={455 + r}", f"rank {r} in world size 4") for r in range(4)]
+    lines = api_start("12-01 01:28:10", 4) + [line for w, world in workers for line in
+                                              loaded(w, "12-01 01:28:35", world=world) + warmed(w, "12-01 01:29:34")]
+    d = diagnosed(text(lines))
+    assert (d.verdict, d.exit_code) == ("protected", 0), d.summary
+
+
+def test_ray_s_folded_plugin_lines_count_the_processes_they_stand_for():
+    """Ray folds the same line of several workers into one (``[repeated Nx
+    across cluster]``): six ranks, the plugin's line of four (one shown, three
+    folded), a node's workers without it folded away: nothing conclusive;
+    with the plugin's line of all six: protected."""
+    def ray(pid: int, ip: str) -> str:
+        return f"EngineCore_DP0 pid=312) (RayWorkerWrapper pid={pid}, ip={ip}"
+
+    def start(folded_plugin: int) -> list[str]:
+        when = "12-01 01:28:30"
+        return api_start(when, 2) + [
+            logged(ray(2201, "10.0.0.1"), when, "parallel_state.py:1208", "rank 0 in world size 6 is assigned as DP rank 0"),
+            logged(ray(1990, "10.0.0.3"), when, "parallel_state.py:1208",
+                   "rank 5 in world size 6 is assigned as DP rank 0 [repeated 5x across cluster]"),
+            logged(ray(2201, "10.0.0.1"), when, "gpu_model_runner.py:3365", "Starting to load model x..."),
+            logged(ray(1990, "10.0.0.3"), when, "gpu_model_runner.py:3365",
+                   "Starting to load model x... [repeated 2x across cluster]"),
+            logged(ray(2201, "10.0.0.1"), when, "instrumentation.py:157", PATCHED),
+            logged(ray(1990, "10.0.0.3"), when, "instrumentation.py:157",
+                   f"{PATCHED} [repeated {folded_plugin}x across cluster]"),
+            logged(ray(2201, "10.0.0.1"), when, "gpu_worker.py:298", "Available KV cache memory: 4.82 GiB"),
+            logged(ray(1990, "10.0.0.3"), when, "gpu_worker.py:298",
+                   "Available KV cache memory: 4.82 GiB [repeated 2x across cluster]"),
+        ]
+
+    d = diagnosed(text(start(3)))
+    assert (d.verdict, d.exit_code) == ("inconclusive", 2), d.summary
+    assert "in 4 of them" in d.summary, d.summary
+    d = diagnosed(text(start(5)))
+    assert (d.verdict, d.exit_code) == ("protected", 0), d.summary
+
+
+# --- how a process's lines were written ---------------------------------------------
+
+
+def test_a_json_logging_config_behind_vllm_s_process_prefix_is_read_as_that_process_s_lines():
+    """With a JSON logging config at tensor parallel 2, each worker's
+    traceback exists only in its record's ``exc_info``, behind vLLM's
+    ``(Worker_TPn pid=N)`` prefix: the #50615 crash (1), in both workers."""
+    trace = "\n".join(line.split("] ", 1)[1] if "] " in line else line
+                      for line in traceback_50615("X] "))
+    records = [
+        f"(Worker_TP{r} pid={455 + r}) " + json.dumps({
+            "asctime": "2026-12-01 01:29:31,123", "levelname": "ERROR", "filename": "multiproc_executor.py",
+            "lineno": 851, "message": "WorkerProc hit an exception.", "exc_info": trace})
+        for r in (0, 1)
+    ]
+    lines = (api_start("12-01 01:28:10", 2)
+             + [line for r in (0, 1) for line in loaded(f"Worker_TP{r} pid={455 + r}", "12-01 01:28:35",
+                                                          patched=False, world=None)]
+             + records)
+    d = diagnosed(text(lines))
+    assert (d.verdict, d.exit_code) == ("crash-50615", 1), d.summary
+    assert d.crash["processes"] == ["Worker_TP0 pid=455", "Worker_TP1 pid=456"], d.crash
