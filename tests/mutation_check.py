@@ -403,7 +403,7 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     ),
     "diagnose-cut-assertion-another-crash": (
         "the #50615 assertion cut off from profile_run reads as another crash",
-        [("diagnose.py", "    near = [(n, p, t) for n, p, t in errors if t.at_the_assertion()]\n", "    near = []\n")],
+        [("diagnose.py", "    near = [(n, p, t) for n, p, t in errors if t.at_the_assertion() or _maybe_the_assertion(p, t)]\n", "    near = []\n")],
     ),
     "diagnose-report-is-a-cause": (
         "the API server's \"See root cause above\" reads as the crash itself",
@@ -472,6 +472,50 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     "reader-json-after-prefix-unread": (
         "a JSON logging config's record behind vLLM's prefix is not opened",
         [("log_reader.py", "            if line[:1] == \"{\" and line.rstrip().endswith(\"}\"):\n", "            if False:\n")],
+    ),
+    "reader-stop-anywhere": (
+        "stop words anywhere in a line (a logged prompt) stop the server",
+        [("log_reader.py", "    return _STOPPING.match(text) is not None\n", "    return _STOPPING.search(text) is not None\n")],
+    ),
+    "reader-stop-without-head": (
+        "a line without a logger's head (a prompt's next line) can say the server stops",
+        [("log_reader.py", "        if uvicorn is None:\n            return False\n", "        if uvicorn is None:\n            return _STOPPING.match(text) is not None\n")],
+    ),
+    "reader-systemd-stop-ignored": (
+        "systemd stopping the service is no stop",
+        [("log_reader.py", "_STOPPING_LINE = re.compile(r\"^Aborted!$|\\bsystemd\\[\\d+\\]: (?:Stopping|Stopped) \\S\")\n", "_STOPPING_LINE = re.compile(r\"^Aborted!$\")\n")],
+    ),
+    "reader-other-api-same-start": (
+        "another API server's start after one that died early is the same start",
+        [("log_reader.py", "        other_api = api and pid is not None and self._api_pid not in (None, pid)\n", "        other_api = False\n")],
+    ),
+    "reader-systemd-exit-same-start": (
+        "systemd's 'Main process exited' does not end a start",
+        [("log_reader.py", "_RUN_END = re.compile(r\"exited with code \\d+|Main process exited, code=\")\n", "_RUN_END = re.compile(r\"exited with code \\d+\")\n")],
+    ),
+    "reader-short-started-source-ignored": (
+        "a replica caught at its start, with few lines, is no source",
+        [("log_reader.py", "(n >= MIN_STARTED_LINES and s in self._started_sources)", "False")],
+    ),
+    "reader-statement-needs-indent": (
+        "a traceback whose lines lost their indentation is misread",
+        [("log_reader.py", "                text.startswith(\"    \") or not _raised(stripped)):\n", "                text.startswith(\"    \")):\n")],
+    ),
+    "reader-markers-end-traceback": (
+        "a marker line (^^^) without indentation ends the traceback",
+        [("log_reader.py", "        if not stripped or text.startswith((\" \", \"\\t\")) or not stripped.strip(\"^~ \"):\n", "        if not stripped or text.startswith((\" \", \"\\t\")):\n")],
+    ),
+    "reader-ray-notice-hides-fold": (
+        "Ray's notice after its first folded line hides the count",
+        [("log_reader.py", "    r\"(?:\\s*\\(Ray deduplicates logs by default\\.[^()]*(?:\\([^()]*\\)[^()]*)*\\))?\\s*$\")", "    r\"\\s*$\")")],
+    ),
+    "reader-abort-no-death": (
+        "a process aborted ('Fatal Python error', 'terminate called') is no death",
+        [("log_reader.py", "    r\"|Fatal Python error|terminate called after throwing\"\n", "    r\"|(?!)\"\n")],
+    ),
+    "diagnose-wrapped-assertion-another-crash": (
+        "#50615's traceback wrapped by a terminal reads as another crash",
+        [("diagnose.py", "    return (p.wrote_the_assertion and tb.exc_type == \"AssertionError\"\n", "    return (False and tb.exc_type == \"AssertionError\"\n")],
     ),
     "reader-ranks-one-process": (
         "torch's [rankN]: lines of several processes read as one",
@@ -573,11 +617,11 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     ),
     "reader-one-run": (
         "a restarted server's starts are read as one run",
-        [("log_reader.py", "        if (api or engine) and self.log.started and self._progressed():\n", "        if False:\n")],
+        [("log_reader.py", "        if (api or engine) and self.log.started and (self._progressed() or other_api):\n", "        if False:\n")],
     ),
     "reader-stop-ignored": (
         "errors after 'Shutting down' count as crashes",
-        [("log_reader.py", "        elif self.log.stopping_at is None and any(m in stripped for m in _STOPPING):\n", "        elif False:\n")],
+        [("log_reader.py", "        elif self.log.stopping_at is None and _stops(stripped, file):\n", "        elif False:\n")],
     ),
     "reader-tracebacks-unbounded": (
         "every traceback of a process is kept",

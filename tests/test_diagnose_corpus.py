@@ -28,7 +28,7 @@ CORPUS = {
     "02-offline-old-format-ray.log": 2,  # a model path alone proves no other model
     "03-ray-worker-cpp-terminate.log": 3,  # a worker died of SIGABRT: a crash
     "04-ray-multinode-nccl.log": 2,
-    "05-ray-worker-c10-error.log": 2,
+    "05-ray-worker-c10-error.log": 3,  # "terminate called after throwing": the worker aborted
     "06-traceback-without-header.log": 2,  # only the report of a failure elsewhere
     "07-journald-apiserver-traceback.log": 2,  # only the API server's report
     "08-journald-qwen-startup.log": 0,

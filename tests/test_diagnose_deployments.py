@@ -318,3 +318,194 @@ def test_a_json_logging_config_behind_vllm_s_process_prefix_is_read_as_that_proc
     d = diagnosed(text(lines))
     assert (d.verdict, d.exit_code) == ("crash-50615", 1), d.summary
     assert d.crash["processes"] == ["Worker_TP0 pid=455", "Worker_TP1 pid=456"], d.crash
+
+
+# --- a seventh review: stops, starts, sources, tracebacks as copied --------------
+
+
+def _fatal(when: str) -> list[str]:
+    return [logged(ENGINE, when, "core.py:851", line, "ERROR") for line in (
+        "EngineCore encountered a fatal error.",
+        "Traceback (most recent call last):",
+        '  File "/v/vllm/v1/engine/core.py", line 869, in run_busy_loop',
+        "    self._process_engine_step()",
+        "torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
+    )]
+
+
+@pytest.mark.parametrize("logged_text", [
+    logged(API, "12-01 02:00:00", "logger.py:43", "Received request chatcmpl-8f3a: prompt: "
+           "'Our Kubernetes node keeps shutting down at night. How do I find out why?', params: ..."),
+    logged(API, "12-01 02:00:00", "request_logger.py:91", "Generated response chatcmpl-8f3a: output: "
+           "\"You will see 'Shutting down' in the log.\", output_token_ids: [1, 2]"),
+    logged(API, "12-01 02:00:00", "request_logger.py:53", "Request chatcmpl-77aa details: prompt: "
+           "'Why does my program print \"received signal 11\" and exit?'", "DEBUG"),
+    f"({API}) Shutting down the reactor is step 3 of the prompt's second line.",
+])
+def test_the_words_of_a_stop_in_a_logged_prompt_or_output_are_no_stop(logged_text):
+    """A prompt or an output logged (``--enable-log-requests``,
+    ``--enable-log-outputs``) with "shutting down" or "received signal" in
+    it does not stop the server: the engine's fatal error after it is
+    judged (3), not dropped as a consequence of a stop (it read protected)."""
+    d = diagnosed(text(protected_tp1("12-01 01:28:10") + [logged_text] + _fatal("12-01 03:12:44")))
+    assert (d.verdict, d.exit_code) == ("other-crash", 3), d.summary
+    assert "AcceleratorError" in d.summary and "stopped" not in d.summary, d.summary
+
+
+@pytest.mark.parametrize("stop", [
+    f"({API}) INFO:     Shutting down",
+    logged(API, "12-01 03:12:40", "launcher.py:161", "[shutdown] API server: shutting down FastAPI HTTP server"),
+    logged(API, "12-01 03:12:40", "api_server.py:1", "Received SIGTERM, exiting."),
+    logged(API, "12-01 03:12:40", "utils.py:582", "Received KeyboardInterrupt, shutting down API servers..."),
+    logged(API, "12-01 03:12:40", "dp_supervisor.py:383", "DPSupervisor received SIGTERM, shutting down."),
+    logged(ENGINE, "12-01 03:12:40", "core.py:1333", "[shutdown] EngineCore: trigger received signal=15"),
+    "Dec 01 03:12:40 gpu-node-3 systemd[1]: Stopping vllm.service - vLLM server...",
+    "Aborted!",
+])
+def test_the_stop_lines_of_vllm_uvicorn_click_and_systemd_still_stop_the_server(stop):
+    """What vLLM, uvicorn, click and systemd write when the server is told
+    to stop: what is raised after it is a consequence, not a crash."""
+    d = diagnosed(text(protected_tp1("12-01 01:28:10") + [stop] + _fatal("12-01 03:12:44")))
+    assert (d.verdict, d.exit_code) == ("protected", 0), d.summary
+    assert "stopped at line" in d.summary, d.summary
+
+
+def test_a_start_that_died_before_loading_is_not_merged_with_the_next_start():
+    """``tee -a``: a Qwen3 start killed before it loaded anything (its API
+    server pid=4411), then a DeepSeek-V4 start (pid=5120) cut after its
+    arguments: two starts, and the other model's architecture is not this
+    start's (it read "Not applicable", exit 0)."""
+    qwen = [
+        logged("APIServer pid=4411", "12-01 09:00:00", "api_server.py:1896", "vLLM API server version 0.27.1"),
+        logged("APIServer pid=4411", "12-01 09:00:01", "utils.py:328", "non-default args: {'model': 'Qwen/Qwen3-32B'}"),
+        logged("APIServer pid=4411", "12-01 09:00:07", "model.py:547", "Resolved architecture: Qwen3ForCausalLM"),
+        logged("EngineCore_DP0 pid=4520", "12-01 09:00:10", "core.py:77",
+               "Initializing a V1 LLM engine (v0.27.1) with config: model='Qwen/Qwen3-32B', speculative_config=None"),
+    ]
+    v4 = [
+        logged("APIServer pid=5120", "12-01 09:02:11", "api_server.py:1896", "vLLM API server version 0.27.1"),
+        logged("APIServer pid=5120", "12-01 09:02:12", "utils.py:328",
+               "non-default args: {'model': '/models/DeepSeek-V4-Flash', 'speculative_config': {'method': 'dspark'}}"),
+    ]
+    d = diagnosed(text(qwen + v4))
+    assert (d.verdict, d.exit_code, d.starts) == ("inconclusive", 2, 2), d.summary
+
+
+def test_systemd_s_main_process_exited_ends_a_start():
+    """journald: a start that failed on a bad argument (``Main process
+    exited, code=exited, status=2``), then a protected start: two starts,
+    the last protected (the first's death decided it, exit 3)."""
+    bad = [logged(API, "12-01 09:59:59", "utils.py:328", "non-default args: {'model': 'x', 'bad': 1}"),
+           "Dec 01 10:00:00 gpu-node-3 systemd[1]: vllm.service: Main process exited, code=exited, "
+           "status=2/INVALIDARGUMENT",
+           "Dec 01 10:00:05 gpu-node-3 systemd[1]: vllm.service: Scheduled restart job, restart counter is at 1."]
+    d = diagnosed(text(bad + protected_tp1("12-01 10:00:10")))
+    assert (d.verdict, d.exit_code, d.starts) == ("protected", 0, 2), d.summary
+
+
+def test_a_replica_caught_at_its_start_is_a_source_however_few_its_lines():
+    """``kubectl logs -l app=vllm --prefix``: one pod's protected start, the
+    other's first seven lines among its lines (its API server's start and
+    its engine's, no model loaded yet): two sources, nothing conclusive (it
+    read protected)."""
+    a = [f"[pod/vllm-0/vllm] {line}" for line in protected_tp1("12-01 01:28:10")]
+    b = [f"[pod/vllm-1/vllm] {line.replace('pid=1)', 'pid=63)').replace('pid=312)', 'pid=72)')}"
+         for line in api_start("12-01 01:28:11")
+         + [logged(API, "12-01 01:28:12", "model.py:1510", "Using max model len 65536"),
+            logged(API, "12-01 01:28:12", "scheduler.py:205", "Chunked prefill is enabled")]
+         + engine_start("12-01 01:28:15")]
+    assert len(b) == 7
+    d = diagnosed(text(a[:2] + b + a[2:]))
+    assert (d.verdict, d.exit_code) == ("inconclusive", 2), d.summary
+    assert "holds the lines of 2 sources" in d.summary, d.summary
+
+
+def _crash_traceback(head: str, trim: bool) -> list[str]:
+    """#50615 as Python 3.12 writes it (with its ^^^ markers), each line after
+    ``head``; ``trim``: every line's indentation lost (a web page, a log
+    shipper that trims)."""
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/v/vllm/v1/engine/core.py", line 92, in __init__',
+        "    self._initialize_kv_caches(vllm_config)",
+        '  File "/v/vllm/v1/worker/gpu_worker.py", line 263, in determine_available_memory',
+        "    self.model_runner.profile_run()",
+        '  File "/v/vllm/v1/worker/gpu_model_runner.py", line 3017, in profile_run',
+        "    = self._dummy_run(self.max_num_tokens, is_profile=True)",
+        "      ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+        '  File "/v/vllm/models/deepseek_v4/nvidia/flashmla.py", line 99, in forward_mqa',
+        "    assert self.topk_indices_buffer is not None",
+        "           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+        "AssertionError",
+    ]
+    return [head + (line.strip() if trim else line) for line in lines]
+
+
+@pytest.mark.parametrize("trim", [False, True])
+def test_a_traceback_whose_lines_lost_their_indentation_is_still_the_50615_crash(trim):
+    """Statements without their four spaces (``self._initialize_kv_caches(
+    vllm_config)`` read as an exception named ``vllm_config``) and marker
+    lines (``^^^``) without theirs: the #50615 crash still (it read "a
+    different crash")."""
+    lines = (api_start("12-01 10:00:00") + engine_start("12-01 10:00:00")
+             + loaded(ENGINE, "12-01 10:00:30", patched=False)
+             + _crash_traceback(f"({ENGINE}) ERROR 12-01 10:01:58 [core.py:708] ", trim))
+    d = diagnosed(text(lines))
+    assert (d.verdict, d.exit_code) == ("crash-50615", 1), d.summary
+
+
+def test_a_traceback_wrapped_by_a_terminal_is_maybe_50615_not_another_crash():
+    """``tmux capture-pane`` without ``-J``: lines longer than the pane go
+    on at the start of the next line, so the frames read are not those
+    written; the process wrote #50615's assertion, so the AssertionError is
+    maybe #50615 (2), not "a different crash" (3)."""
+    wrapped = []
+    for line in _crash_traceback(f"({ENGINE}) ", False):
+        while len(line) > 80:
+            wrapped.append(line[:80])
+            line = line[80:]
+        wrapped.append(line)
+    lines = (api_start("12-01 10:00:00") + engine_start("12-01 10:00:00")
+             + loaded(ENGINE, "12-01 10:00:30", patched=False) + wrapped)
+    d = diagnosed(text(lines))
+    assert (d.verdict, d.exit_code) == ("inconclusive", 2), d.summary
+    assert d.summary.startswith("Probably vllm-project/vllm#50615"), d.summary
+
+
+def test_ray_s_notice_after_its_first_folded_line_keeps_the_count():
+    """Ray adds "(Ray deduplicates logs by default. Set RAY_DEDUP_LOGS=0 ...)"
+    after the first ``[repeated Nx across cluster]``: the count is read
+    still (six ranks, the plugin's line of all six: protected)."""
+    notice = (" (Ray deduplicates logs by default. Set RAY_DEDUP_LOGS=0 to disable log deduplication, "
+              "or see https://docs.ray.io/en/master/ray-observability/user-guides/configure-logging.html"
+              "#log-deduplication for more options.)")
+    ray = "EngineCore_DP0 pid=312) (RayWorkerWrapper pid=1990, ip=10.0.0.3"
+    ray0 = "EngineCore_DP0 pid=312) (RayWorkerWrapper pid=2201, ip=10.0.0.1"
+    when = "12-01 01:28:30"
+    lines = api_start(when, 2) + [
+        logged(ray0, when, "instrumentation.py:157", PATCHED),
+        logged(ray, when, "instrumentation.py:157", f"{PATCHED} [repeated 5x across cluster]" + notice),
+        logged(ray0, when, "parallel_state.py:1208", "rank 0 in world size 6 is assigned as DP rank 0"),
+        logged(ray, when, "parallel_state.py:1208", "rank 5 in world size 6 is assigned as DP rank 0 "
+               "[repeated 5x across cluster]"),
+        logged(ray0, when, "gpu_model_runner.py:3365", "Starting to load model x..."),
+        logged(ray, when, "gpu_model_runner.py:3365", "Starting to load model x... [repeated 5x across cluster]"),
+        logged(ray0, when, "gpu_worker.py:298", "Available KV cache memory: 4.82 GiB"),
+    ]
+    d = diagnosed(text(lines))
+    assert (d.verdict, d.exit_code) == ("protected", 0), d.summary
+
+
+@pytest.mark.parametrize("abort", [
+    "Fatal Python error: Aborted",
+    "terminate called after throwing an instance of 'c10::Error'",
+])
+def test_a_process_that_aborted_is_a_different_crash(abort):
+    """Python's "Fatal Python error" and the C++ runtime's "terminate called
+    after throwing" say a process aborted: a crash (3), also where the API
+    server reported only that the engine failed."""
+    lines = (api_start("12-01 10:00:00") + engine_start("12-01 10:00:00")
+             + loaded(ENGINE, "12-01 10:00:30") + [f"({ENGINE}) {abort}"]
+             + engine_failed_report("12-01 10:01:00"))
+    d = diagnosed(text(lines))
+    assert (d.verdict, d.exit_code) == ("other-crash", 3), d.summary

@@ -302,11 +302,14 @@ def _judge(log: Log) -> Diagnosis:
     ]
     # The assertion of #50615 in a traceback cut before it shows what ran it:
     # likely the crash, never "a different crash".
-    near = [(n, p, t) for n, p, t in errors if t.at_the_assertion()]
+    near = [(n, p, t) for n, p, t in errors if t.at_the_assertion() or _maybe_the_assertion(p, t)]
     if near:
         _, proc, tb = near[0]
         where = _where(tb)
-        missing = ("the traceback is cut before it shows profile_run (a log cut by --tail "
+        missing = ("its frames were not read as written, though the process wrote that "
+                   "assertion (lines wrapped by a terminal? `tmux capture-pane -J` joins them)"
+                   if not tb.at_the_assertion() else
+                   "the traceback is cut before it shows profile_run (a log cut by --tail "
                    "or --since?): run diagnose on the whole log"
                    if "topk_indices_buffer" in tb.innermost.statement else
                    "the log does not show that assertion's statement raising it (no source "
@@ -422,6 +425,15 @@ def _judge(log: Log) -> Diagnosis:
         + ", ".join(f"{p.label} ({_state_text(p)})" for p in uncovered)
         + ": this log does not show the deployment protected.",
     )
+
+
+def _maybe_the_assertion(p: Process, tb: Traceback) -> bool:
+    """An AssertionError whose innermost frame, as read, shows no assertion,
+    in a process that wrote #50615's assertion in a traceback: its frames
+    were not read as written (a terminal wrapped them): maybe #50615."""
+    frame = tb.innermost
+    return (p.wrote_the_assertion and tb.exc_type == "AssertionError"
+            and not (frame is not None and frame.statement.startswith(("assert ", "raise "))))
 
 
 def _a_report_of_another(tb: Traceback) -> bool:

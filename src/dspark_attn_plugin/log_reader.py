@@ -60,7 +60,10 @@ _RUNS_MODEL_BY_NAME = re.compile(r"(?:Vllm)?Worker(?:_|$)|RayWorkerWrapper$")
 _RANK_AT_END = re.compile(r"(?:\[(?:rank|default)(\d+)\]: ?)+$")
 # The longest wrapper learnt (Loki's labels, a log shipper's fields).
 MAX_WRAPPER = 1000
-_RAY_REPEATED = re.compile(r"\s*\[repeated (\d+)x across cluster\]\s*$")
+_RAY_REPEATED = re.compile(
+    r"\s*\[repeated (\d+)x across cluster\]"
+    # the notice Ray adds after the first one
+    r"(?:\s*\(Ray deduplicates logs by default\.[^()]*(?:\([^()]*\)[^()]*)*\))?\s*$")
 # Wrappers learnt, runs of processes and tracebacks kept: all bounded.
 MAX_WRAPPERS = 16
 MAX_PROCESSES = 512
@@ -71,14 +74,22 @@ _JSON_TRACE = ("exc_info", "exc_text", "exception", "stack_trace", "traceback", 
 # the log has no API server), and the line after which one is expected.
 _API_START = ("vLLM API server version", "non-default args:")
 _ENGINE_START = ("Initializing a V1 LLM engine", "Initializing an LLM engine")
-_RUN_END = re.compile(r"exited with code \d+")
+_RUN_END = re.compile(r"exited with code \d+|Main process exited, code=")
 # What a process logs once in a start of the server.
 _ONCE_A_START = ("vLLM API server version",) + _ENGINE_START
 _WORLD = re.compile(r"\brank \d+ in world size (\d+)\b")
 # Lines that say the server is being stopped: what it raises after is a
-# consequence, not a crash.
-_STOPPING = ("Shutting down", "shutting down", "Received SIGTERM", "Received SIGINT",
-             "received signal", "Aborted!")
+# consequence, not a crash. Only a logger's line whose message begins so
+# (after a tag and a name: "[shutdown] API server: shutting down ...",
+# "DPSupervisor received SIGTERM"), or uvicorn's ("INFO:     Shutting
+# down"): a prompt or an output logged with these words in it is no stop.
+_STOPPING = re.compile(
+    r"(?:\[shutdown\] )?(?:[A-Za-z_][\w.]*(?: [A-Za-z_][\w.]*){0,3}:? )??"
+    r"(?:[Ss]hutting down\b|(?:trigger )?[Rr]eceived (?:SIGTERM|SIGINT|SIGQUIT|KeyboardInterrupt|signal)\b)"
+)
+_UVICORN = re.compile(r"(?:INFO|WARNING|ERROR):\s+")
+# click's on a Ctrl-C, and systemd stopping the service (systemctl stop).
+_STOPPING_LINE = re.compile(r"^Aborted!$|\bsystemd\[\d+\]: (?:Stopping|Stopped) \S")
 _STOPS = {"KeyboardInterrupt", "SystemExit"}
 # An asyncio task cancelled: at a Ctrl-C, and at every client that
 # disconnects (uvicorn's "Exception in ASGI application"). Neither a stop nor
@@ -95,6 +106,7 @@ _DEATH = re.compile(
     r"|exited with code (?!0\b|130\b|143\b)\d+"
     r"|Main process exited, code=(?:killed|dumped), status=(?!2/|15/)"
     r"|Main process exited, code=exited, status=[1-9]"
+    r"|Fatal Python error|terminate called after throwing"
 )
 _DEATH_NOT = re.compile(r"exit code: 0\b|exitcode=0\b|CUDA out of memory")
 # vLLM's head anywhere in the first characters of a line: what comes before
@@ -149,6 +161,9 @@ def _source_of(head: str) -> tuple[str, str | None]:
 # and the lines a source needs to count (a start of the server has hundreds).
 MAX_SOURCES = 64
 MIN_SOURCE_LINES = 10
+# ... or these where they hold an API server's start (its first lines come
+# together: a replica caught at its start; one line is a wrapper by chance).
+MIN_STARTED_LINES = 3
 # A step back in time this long is the turn of a year (vLLM's times have none).
 YEAR_WRAP = 300 * 86400
 # Steps between timestamps smaller than this are interleaving, not order.
@@ -266,6 +281,9 @@ class Process:
     # The processes its line saying the plugin is in effect stands for: 1,
     # or N where Ray folded that line of N processes into it.
     in_effect_for: int = 0
+    # It wrote #50615's assertion as a line of a traceback, whatever frame
+    # it was read under (a terminal that wrapped the frame's line).
+    wrote_the_assertion: bool = False
     # a traceback being read: frames so far, function names, last frame
     _frames: deque = field(default_factory=lambda: deque(maxlen=MAX_FRAMES))
     _functions: set = field(default_factory=set)
@@ -381,6 +399,9 @@ class LogReader:
         self._record_source: str | None = None
         self._started_here: set = set()  # (process, start line) of this run
         self.start_repeated = 0
+        self._api_pid: str | None = None  # the pid of the API server's start lines
+        self._line_source: str | None = None  # the source of the line read (_wrapped_by)
+        self._started_sources: set = set()  # sources with an API server's start line
 
     @property
     def newest_first(self) -> bool:
@@ -410,14 +431,21 @@ class LogReader:
         """The lines that follow come from another file (pids may repeat)."""
         self._source += 1
 
-    def _runs(self, line: str, vllm_line: bool) -> None:
-        """Start a new run where the log shows a new start of the server."""
+    def _runs(self, line: str, vllm_line: bool, pid: str | None = None) -> None:
+        """Start a new run where the log shows a new start of the server: one
+        after the current run got somewhere, or the start of another API
+        server process (the one before died before it loaded the model)."""
         api = any(m in line for m in _API_START)
         engine = not self._api_seen and any(m in line for m in _ENGINE_START)
-        if (api or engine) and self.log.started and self._progressed():
+        if api and self._line_source is not None and len(self._started_sources) < MAX_SOURCES:
+            self._started_sources.add(self._line_source)
+        other_api = api and pid is not None and self._api_pid not in (None, pid)
+        if (api or engine) and self.log.started and (self._progressed() or other_api):
             self._new_run()
         elif self._restart and vllm_line:
             self._new_run()
+        if api and pid is not None:
+            self._api_pid = pid
         if api or engine:
             self.log.started = True
             self.log.api_start = self.log.api_start or api
@@ -523,6 +551,7 @@ class LogReader:
                 self._pids[source][0] = pid
         if self._record_source is not None:
             source = f"{self._record_source}\0{source}"
+        self._line_source = source
         if source in self.source_lines:
             self.source_lines[source] += 1
         elif len(self.source_lines) < MAX_SOURCES:
@@ -536,7 +565,8 @@ class LogReader:
         least ``MIN_SOURCE_LINES`` lines (fewer cannot hold a start of the
         server: a wrapper met by chance), or ``MAX_SOURCES`` where more
         wrappers were met than are counted."""
-        sources = sum(1 for n in self.source_lines.values() if n >= MIN_SOURCE_LINES)
+        sources = sum(1 for s, n in self.source_lines.items()
+                      if n >= MIN_SOURCE_LINES or (n >= MIN_STARTED_LINES and s in self._started_sources))
         if sources >= 2:
             return sources
         if self.sources_overflow:
@@ -609,6 +639,7 @@ class LogReader:
         self.log.lines += 1
         self._line_stamp = None  # until a head gives this line's time (_order)
         self._rank = None  # torch's rank on this line (_cut_rank)
+        self._line_source = None  # until a wrapper names it (_wrapped_by)
         line = self._unwrap(line)
         self._feed_vllm(line)
 
@@ -664,7 +695,7 @@ class LogReader:
             self._order(head)
             file = head.group("file")
             line = line[head.end():]
-        self._runs(line, found is not None or head is not None)
+        self._runs(line, found is not None or head is not None, pid)
         if found is not None or head:
             self.log.vllm_lines += 1
         proc = self._process(name, pid, ip)
@@ -682,7 +713,7 @@ class LogReader:
             return
         if self.log.death is None and _DEATH.search(stripped) and not _DEATH_NOT.search(stripped):
             self.log.death = (self.log.lines, self.total_lines, stripped[:300], proc.label)
-        elif self.log.stopping_at is None and any(m in stripped for m in _STOPPING):
+        elif self.log.stopping_at is None and _stops(stripped, file):
             self.log.stopping_at = self.log.lines
             self.log.stopping_line = self.total_lines
         if "architecture" in stripped and (arch := _ARCH.search(stripped)):
@@ -753,6 +784,8 @@ class LogReader:
 
     def _traceback(self, proc: Process, text: str, stripped: str) -> bool:
         """Track tracebacks; True when the line belonged to one."""
+        if stripped == _THE_ASSERTION:
+            proc.wrote_the_assertion = True
         if stripped.startswith("Traceback (most recent call last)"):
             if proc._in_traceback and proc._frames:
                 self.headers_after_frames += 1  # read bottom up: newest first?
@@ -777,12 +810,15 @@ class LogReader:
             if frame["func"] in ("load_model", "profile_run", "_dummy_run", "capture_model"):
                 proc.runs_model = True
             return True
-        if proc._want_statement and text.startswith("    ") and proc._frames:
+        if proc._want_statement and proc._frames and stripped and (
+                text.startswith("    ") or not _raised(stripped)):
+            # The line after a frame is its statement, also where a copy
+            # lost the indentation (a web page, a log shipper that trims).
             proc._frames[-1].statement = stripped
             proc._want_statement = False
             return True
         proc._want_statement = False
-        if not stripped or text.startswith((" ", "\t")):
+        if not stripped or text.startswith((" ", "\t")) or not stripped.strip("^~ "):
             return True  # markers (^^^), code lines, blank lines
         exc = _EXCEPTION.match(stripped)
         proc._in_traceback = False
@@ -798,6 +834,35 @@ class LogReader:
             )
             return True
         return False  # the traceback was cut off: this is an ordinary line
+
+
+def _stops(text: str, file: str | None) -> bool:
+    """``text`` (a line after vLLM's prefix and head; ``file`` from the head,
+    None where it had none) says the server is being stopped."""
+    if _STOPPING_LINE.search(text):
+        return True
+    if file is None:
+        uvicorn = _UVICORN.match(text)
+        if uvicorn is None:
+            return False
+        text = text[uvicorn.end():]
+    return _STOPPING.match(text) is not None
+
+
+# #50615's statement (in forward_mqa's warmup; _forward_prefill has it too).
+_THE_ASSERTION = "assert self.topk_indices_buffer is not None"
+# How an exception's name ends (a statement such as ``f(x)`` reads as one).
+_EXCEPTION_NAME = re.compile(r"(?:Error|Exception|Exit|Interrupt|Warning|Iteration|Fault|Failure)$")
+
+
+def _raised(text: str) -> bool:
+    """``text`` names a traceback's exception: ``Type: message``, or a name
+    that ends as exceptions' do (``AssertionError``, ``KeyboardInterrupt``,
+    ``RayTaskError(AssertionError)``)."""
+    exc = _EXCEPTION.match(text)
+    if exc is None:
+        return False
+    return exc["msg"] is not None or _EXCEPTION_NAME.search(exc["inner"] or exc["type"]) is not None
 
 
 def _json_record(text: str) -> dict | None:
