@@ -481,9 +481,25 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         "a line without a logger's head (a prompt's next line) can say the server stops",
         [("log_reader.py", "        if uvicorn is None:\n            return False\n", "        if uvicorn is None:\n            return _STOPPING.match(text) is not None\n")],
     ),
-    "reader-systemd-stop-ignored": (
-        "systemd stopping the service is no stop",
-        [("log_reader.py", "_STOPPING_LINE = re.compile(r\"^Aborted!$|\\bsystemd\\[\\d+\\]: (?:Stopping|Stopped) \\S\")\n", "_STOPPING_LINE = re.compile(r\"^Aborted!$\")\n")],
+    "reader-any-unit-stops": (
+        "systemd stopping any unit stops the server",
+        [("log_reader.py", "_STOPPING_LINE = re.compile(r\"^Aborted!$\")\n", "_STOPPING_LINE = re.compile(r\"^Aborted!$|\\bsystemd\\[\\d+\\]: (?:Stopping|Stopped) \\S\")\n")],
+    ),
+    "reader-anyones-ctrl-c-stops": (
+        "a client's KeyboardInterrupt in the same log stops the server",
+        [("log_reader.py", " and self.log.stopping_at is None and self._serves(proc):\n", " and self.log.stopping_at is None:\n")],
+    ),
+    "reader-shell-kill-no-death": (
+        "a shell's 'line 14: 100 Killed' job notice is no death",
+        [("log_reader.py", "    r\"|\\bline \\d+: +\\d+ +(?:Killed|Segmentation fault|Aborted|Bus error|Illegal instruction)\\b\"\n", "    r\"|(?!)\"\n")],
+    ),
+    "reader-supervisord-no-death": (
+        "supervisord's 'exited: vllm (exit status 1; not expected)' is no death",
+        [("log_reader.py", "    r\"|exited: \\S+ \\((?:exit status \\d+|terminated by \\w+); not expected\\)|entered FATAL state\"\n", "    r\"|(?!)\"\n")],
+    ),
+    "reader-slurm-no-death": (
+        "slurm's 'task 0: Exited with exit code 1' is no death",
+        [("log_reader.py", "    r\"|srun: error: .*: tasks? [\\d,-]+: (?:Exited with exit code [1-9]|Killed|Segmentation fault|Aborted)\"\n", "    r\"|(?!)\"\n")],
     ),
     "reader-other-api-same-start": (
         "another API server's start after one that died early is the same start",

@@ -359,12 +359,11 @@ def test_the_words_of_a_stop_in_a_logged_prompt_or_output_are_no_stop(logged_tex
     logged(API, "12-01 03:12:40", "utils.py:582", "Received KeyboardInterrupt, shutting down API servers..."),
     logged(API, "12-01 03:12:40", "dp_supervisor.py:383", "DPSupervisor received SIGTERM, shutting down."),
     logged(ENGINE, "12-01 03:12:40", "core.py:1333", "[shutdown] EngineCore: trigger received signal=15"),
-    "Dec 01 03:12:40 gpu-node-3 systemd[1]: Stopping vllm.service - vLLM server...",
     "Aborted!",
 ])
-def test_the_stop_lines_of_vllm_uvicorn_click_and_systemd_still_stop_the_server(stop):
-    """What vLLM, uvicorn, click and systemd write when the server is told
-    to stop: what is raised after it is a consequence, not a crash."""
+def test_the_stop_lines_of_vllm_uvicorn_and_click_still_stop_the_server(stop):
+    """What vLLM, uvicorn and click write when the server is told to stop:
+    what is raised after it is a consequence, not a crash."""
     d = diagnosed(text(protected_tp1("12-01 01:28:10") + [stop] + _fatal("12-01 03:12:44")))
     assert (d.verdict, d.exit_code) == ("protected", 0), d.summary
     assert "stopped at line" in d.summary, d.summary
@@ -509,3 +508,75 @@ def test_a_process_that_aborted_is_a_different_crash(abort):
              + engine_failed_report("12-01 10:01:00"))
     d = diagnosed(text(lines))
     assert (d.verdict, d.exit_code) == ("other-crash", 3), d.summary
+
+
+# --- an eighth review: deaths as supervisors write them, stops of others ---------
+
+
+@pytest.mark.parametrize("death", [
+    "/opt/start-vllm.sh: line 14:   100 Killed                  vllm serve /models/DeepSeek-V4-Flash",
+    "/opt/start-vllm.sh: line 14:   100 Segmentation fault      vllm serve /models/DeepSeek-V4-Flash",
+    "[1]+  Killed                  vllm serve /models/DeepSeek-V4-Flash",
+    "2026-12-01 03:20:41,112 INFO exited: vllm (exit status 1; not expected)",
+    "2026-12-01 03:20:41,112 INFO exited: vllm (terminated by SIGKILL; not expected)",
+    "2026-12-01 03:20:44,120 INFO gave up: vllm entered FATAL state, too many start retries too quickly",
+    "srun: error: gpu-node-3: task 0: Exited with exit code 1",
+    "srun: error: gpu-node-3: task 0: Killed",
+    "srun: Force Terminated StepId=4242.0",
+    "[2026-12-01 03:20:41,000] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -9) "
+    "local_rank: 0 (pid: 100) of binary: /usr/bin/python3",
+])
+def test_a_death_as_a_shell_supervisord_slurm_or_torchrun_writes_it_is_a_crash(death):
+    """A shell's job notice, supervisord's and slurm's lines and torchrun's
+    say the server's process died: a crash (3), not a protected server;
+    also where it was the start after a protected one, killed while it
+    loaded (it read as cut, judged by the start before)."""
+    d = diagnosed(text(protected_tp1("12-01 01:28:10") + [death]))
+    assert (d.verdict, d.exit_code) == ("other-crash", 3), d.summary
+    restart = (api_start("12-01 02:28:10") + engine_start("12-01 02:28:21")
+               + loaded(ENGINE, "12-01 02:28:35") + [death])
+    d = diagnosed(text(protected_tp1("12-01 01:28:10") + [f"({API}) INFO:     Shutting down"] + restart))
+    assert (d.verdict, d.exit_code, d.starts) == ("other-crash", 3, 2), d.summary
+
+
+@pytest.mark.parametrize("line", [
+    "2026-12-01 03:20:41,112 INFO exited: vllm (exit status 0; expected)",
+    "[1]+  Done                    vllm serve /models/DeepSeek-V4-Flash",
+    logged(API, "12-01 03:00:00", "async_llm.py:400", "Aborted request chatcmpl-8f3a."),
+    logged(API, "12-01 03:00:00", "loggers.py:127", "Engine 000: Running: 3 reqs, Waiting: 0 reqs, 2 Killed"),
+])
+def test_an_ending_that_went_well_or_a_request_aborted_is_no_death(line):
+    """What the death lines must not take: a supervisor's expected exit, a
+    shell's finished job, vLLM's aborted request."""
+    d = diagnosed(text(protected_tp1("12-01 01:28:10") + [line]))
+    assert (d.verdict, d.exit_code) == ("protected", 0), d.summary
+
+
+def test_another_unit_stopping_in_a_whole_journal_does_not_stop_the_server():
+    """``journalctl -b``: systemd stopping an ssh session's scope or another
+    service is no stop of the server; the engine's fatal error after it is
+    judged (3, it read protected)."""
+    other = "Dec 01 03:00:00 gpu-node-3 systemd[1]: Stopping session-42.scope - Session 42 of User ubuntu..."
+    d = diagnosed(text(protected_tp1("12-01 01:28:10") + [other] + _fatal("12-01 03:12:44")))
+    assert (d.verdict, d.exit_code) == ("other-crash", 3), d.summary
+
+
+def test_a_client_stopped_by_ctrl_c_in_the_same_log_does_not_stop_the_server():
+    """A CI script's log: ``vllm bench serve`` (no vLLM prefix, it starts no
+    server) stopped by Ctrl-C while the server goes on; the engine's fatal
+    error after it is judged (3, it read protected). The server's own
+    ``KeyboardInterrupt`` still stops it."""
+    client = [
+        "INFO 12-01 02:59:00 [__init__.py:216] Automatically detected platform cuda.",
+        "Traceback (most recent call last):",
+        '  File "/usr/local/bin/vllm", line 10, in <module>',
+        "    sys.exit(main())",
+        '  File "/v/vllm/benchmarks/serve.py", line 900, in main',
+        "    asyncio.run(benchmark(args))",
+        "KeyboardInterrupt",
+    ]
+    d = diagnosed(text(protected_tp1("12-01 01:28:10") + client + _fatal("12-01 03:12:44")))
+    assert (d.verdict, d.exit_code) == ("other-crash", 3), d.summary
+    server = [f"({API}) " + line for line in client[1:]]
+    d = diagnosed(text(protected_tp1("12-01 01:28:10") + server + _fatal("12-01 03:12:44")))
+    assert (d.verdict, d.exit_code) == ("protected", 0), d.summary

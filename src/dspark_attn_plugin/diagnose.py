@@ -298,7 +298,8 @@ def _judge(log: Log) -> Diagnosis:
         )
     errors = [
         (t.line_no, p, t) for p in procs for t in p.tracebacks
-        if (stopped_at is None or t.line_no < stopped_at) and not t.is_cancellation()
+        if (stopped_at is None or t.line_no < stopped_at)
+        and not t.is_cancellation() and not t.is_interruption()
     ]
     # The assertion of #50615 in a traceback cut before it shows what ran it:
     # likely the crash, never "a different crash".

@@ -88,8 +88,9 @@ _STOPPING = re.compile(
     r"(?:[Ss]hutting down\b|(?:trigger )?[Rr]eceived (?:SIGTERM|SIGINT|SIGQUIT|KeyboardInterrupt|signal)\b)"
 )
 _UVICORN = re.compile(r"(?:INFO|WARNING|ERROR):\s+")
-# click's on a Ctrl-C, and systemd stopping the service (systemctl stop).
-_STOPPING_LINE = re.compile(r"^Aborted!$|\bsystemd\[\d+\]: (?:Stopping|Stopped) \S")
+# click's on a Ctrl-C. (Not systemd's "Stopping x.service": in a whole
+# journal it is any unit's.)
+_STOPPING_LINE = re.compile(r"^Aborted!$")
 _STOPS = {"KeyboardInterrupt", "SystemExit"}
 # An asyncio task cancelled: at a Ctrl-C, and at every client that
 # disconnects (uvicorn's "Exception in ASGI application"). Neither a stop nor
@@ -107,6 +108,14 @@ _DEATH = re.compile(
     r"|Main process exited, code=(?:killed|dumped), status=(?!2/|15/)"
     r"|Main process exited, code=exited, status=[1-9]"
     r"|Fatal Python error|terminate called after throwing"
+    # a shell's job notice (``script.sh: line 14:   100 Killed   vllm serve``),
+    # supervisord's, slurm's, torchrun's
+    r"|\bline \d+: +\d+ +(?:Killed|Segmentation fault|Aborted|Bus error|Illegal instruction)\b"
+    r"|^\[\d+\][+-]? +(?:Killed|Segmentation fault|Aborted|Bus error|Illegal instruction)\b"
+    r"|^Segmentation fault$"
+    r"|exited: \S+ \((?:exit status \d+|terminated by \w+); not expected\)|entered FATAL state"
+    r"|srun: error: .*: tasks? [\d,-]+: (?:Exited with exit code [1-9]|Killed|Segmentation fault|Aborted)"
+    r"|Force Terminated StepId|exitcode: -?[1-9]\d*"
 )
 _DEATH_NOT = re.compile(r"exit code: 0\b|exitcode=0\b|CUDA out of memory")
 # vLLM's head anywhere in the first characters of a line: what comes before
@@ -235,6 +244,11 @@ class Traceback:
         """An asyncio task cancelled (``_CANCELLED``): no crash, no stop."""
         return self.exc_type.split(".")[-1] == _CANCELLED
 
+    def is_interruption(self) -> bool:
+        """A Ctrl-C or an exit (``_STOPS``): a stop where the server's own
+        process raised it (``LogReader._serves``), never a crash."""
+        return self.exc_type.split(".")[-1] in _STOPS
+
     def is_50615(self) -> bool:
         """The #50615 crash: AssertionError at the topk_indices_buffer
         assertion in forward_mqa of a deepseek_v4 flashmla.py, raised under
@@ -284,6 +298,7 @@ class Process:
     # It wrote #50615's assertion as a line of a traceback, whatever frame
     # it was read under (a terminal that wrapped the frame's line).
     wrote_the_assertion: bool = False
+    server: bool = False  # it logged a start of the server (an API server's, an engine's)
     # a traceback being read: frames so far, function names, last frame
     _frames: deque = field(default_factory=lambda: deque(maxlen=MAX_FRAMES))
     _functions: set = field(default_factory=set)
@@ -513,6 +528,14 @@ class LogReader:
                 proc.runs_model = True
         return proc
 
+    def _serves(self, proc: Process) -> bool:
+        """``proc`` is the server's: a process vLLM (or torch) named, or the
+        one with no prefix where it started the server or runs the model,
+        or where no process has a prefix. Not a client or a script whose
+        output ran into the log (``vllm bench serve`` stopped by Ctrl-C)."""
+        return bool(proc.names) or proc.server or proc.runs_model or not any(
+            p.names for p in self.log.processes.values())
+
     def _claim_pending(self, proc: Process) -> None:
         """A new prefixed process takes the oldest plugin line that had no
         prefix (its own, written before vLLM prefixed its output)."""
@@ -699,6 +722,8 @@ class LogReader:
         if found is not None or head:
             self.log.vllm_lines += 1
         proc = self._process(name, pid, ip)
+        if any(m in line for m in _API_START + _ENGINE_START):
+            proc.server = True
         if any(m in line for m in _ONCE_A_START):
             mark = (proc.key, next(m for m in _ONCE_A_START if m in line))
             if mark in self._started_here and not self.start_repeated:
@@ -824,7 +849,7 @@ class LogReader:
         proc._in_traceback = False
         if exc and proc._frames:
             exc_type = exc["inner"] or exc["type"]  # RayTaskError(AssertionError)
-            if exc_type.split(".")[-1] in _STOPS and self.log.stopping_at is None:
+            if exc_type.split(".")[-1] in _STOPS and self.log.stopping_at is None and self._serves(proc):
                 self.log.stopping_at = self.log.lines
                 self.log.stopping_line = self.total_lines
             self.tracebacks_in_order += 1
