@@ -481,6 +481,10 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         "a line without a logger's head (a prompt's next line) can say the server stops",
         [("log_reader.py", "        if uvicorn is None:\n            return False\n", "        if uvicorn is None:\n            return _STOPPING.match(text) is not None\n")],
     ),
+    "reader-profiler-stops": (
+        "vLLM's 'Shutting down profiler' stops the server",
+        [("log_reader.py", "    r\"(?:[Ss]hutting down\\b(?! profiler)\"\n", "    r\"(?:[Ss]hutting down\\b\"\n")],
+    ),
     "reader-any-unit-stops": (
         "systemd stopping any unit stops the server",
         [("log_reader.py", "_STOPPING_LINE = re.compile(r\"^Aborted!$\")\n", "_STOPPING_LINE = re.compile(r\"^Aborted!$|\\bsystemd\\[\\d+\\]: (?:Stopping|Stopped) \\S\")\n")],

@@ -341,12 +341,14 @@ def _fatal(when: str) -> list[str]:
     logged(API, "12-01 02:00:00", "request_logger.py:53", "Request chatcmpl-77aa details: prompt: "
            "'Why does my program print \"received signal 11\" and exit?'", "DEBUG"),
     f"({API}) Shutting down the reactor is step 3 of the prompt's second line.",
+    logged(ENGINE, "12-01 02:00:00", "wrapper.py:142", "Shutting down profiler"),
 ])
 def test_the_words_of_a_stop_in_a_logged_prompt_or_output_are_no_stop(logged_text):
     """A prompt or an output logged (``--enable-log-requests``,
     ``--enable-log-outputs``) with "shutting down" or "received signal" in
-    it does not stop the server: the engine's fatal error after it is
-    judged (3), not dropped as a consequence of a stop (it read protected)."""
+    it does not stop the server, nor does vLLM's profiler stopping: the
+    engine's fatal error after it is judged (3), not dropped as a
+    consequence of a stop (it read protected)."""
     d = diagnosed(text(protected_tp1("12-01 01:28:10") + [logged_text] + _fatal("12-01 03:12:44")))
     assert (d.verdict, d.exit_code) == ("other-crash", 3), d.summary
     assert "AcceleratorError" in d.summary and "stopped" not in d.summary, d.summary

@@ -85,7 +85,9 @@ _WORLD = re.compile(r"\brank \d+ in world size (\d+)\b")
 # down"): a prompt or an output logged with these words in it is no stop.
 _STOPPING = re.compile(
     r"(?:\[shutdown\] )?(?:[A-Za-z_][\w.]*(?: [A-Za-z_][\w.]*){0,3}:? )??"
-    r"(?:[Ss]hutting down\b|(?:trigger )?[Rr]eceived (?:SIGTERM|SIGINT|SIGQUIT|KeyboardInterrupt|signal)\b)"
+    # (vLLM's "Shutting down profiler" stops a profile, not the server)
+    r"(?:[Ss]hutting down\b(?! profiler)"
+    r"|(?:trigger )?[Rr]eceived (?:SIGTERM|SIGINT|SIGQUIT|KeyboardInterrupt|signal)\b)"
 )
 _UVICORN = re.compile(r"(?:INFO|WARNING|ERROR):\s+")
 # click's on a Ctrl-C. (Not systemd's "Stopping x.service": in a whole
