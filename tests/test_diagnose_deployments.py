@@ -4,7 +4,9 @@ that went away), who is in the log (the ranks of the model, two replicas'
 lines mixed) and how a process's lines were written (a JSON logging config
 behind vLLM's process prefix). Each case is one a reviewer who had not read
 these tests found read wrong (most as exit 0), each test failing on the
-source before its rule was fixed.
+source before its rule was fixed; the controls beside them (stop lines that
+must still stop the server, endings that went well, vLLM's aborted
+request) keep the fixes from reaching too far.
 """
 
 from __future__ import annotations
