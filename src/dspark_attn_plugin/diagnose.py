@@ -190,29 +190,32 @@ def diagnose(log: Log) -> Diagnosis:
             reached=False,
         )
     d = _latest(log)
-    if d.exit_code == EXIT_OK and log.interleaved_sources:
-        d.verdict, d.exit_code = "inconclusive", EXIT_INCONCLUSIVE
-        d.summary = (
-            f"Nothing conclusive: this log holds the lines of {log.interleaved_sources} "
+    if d.exit_code != EXIT_OK:
+        return d
+    if log.interleaved_sources:
+        why = (
+            f"this log holds the lines of {log.interleaved_sources} "
             "sources (pods or containers named before each line or in each record), so it "
             "cannot show each server protected. Diagnose each on its own (`kubectl logs "
-            f"POD`). What the lines read as one server came to: {d.summary}")
-    elif d.exit_code == EXIT_OK and log.start_repeated:
-        d.verdict, d.exit_code = "inconclusive", EXIT_INCONCLUSIVE
-        d.summary = (
-            f"Nothing conclusive: a process logs its start a second time at line "
+            "POD`).")
+    elif log.start_repeated:
+        why = (
+            f"a process logs its start a second time at line "
             f"{log.start_repeated:,} before its first start got anywhere: these are the lines "
             "of two servers mixed, with nothing on each line naming its own (`kubectl logs -l` "
             "without `--prefix`?), and one protected start says nothing of the other. "
-            f"Diagnose each on its own. What the lines read as one server came to: {d.summary}")
-    elif d.exit_code == EXIT_OK and log.starts_back_in_time:
-        d.verdict, d.exit_code = "inconclusive", EXIT_INCONCLUSIVE
-        d.summary = (
-            f"Nothing conclusive: a start of the server in this log (line "
+            "Diagnose each on its own.")
+    elif log.starts_back_in_time:
+        why = (
+            f"a start of the server in this log (line "
             f"{log.starts_back_in_time:,}) begins at a time before the lines above it, "
             "which a restart of one server does not do: these are the logs of several "
             "servers one after another, and one protected start says nothing of the others. "
-            f"Diagnose each on its own. What the lines read as one server came to: {d.summary}")
+            "Diagnose each on its own.")
+    else:
+        return d
+    d.verdict, d.exit_code = "inconclusive", EXIT_INCONCLUSIVE
+    d.summary = f"Nothing conclusive: {why} What the lines read as one server came to: {d.summary}"
     return d
 
 
