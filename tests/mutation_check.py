@@ -447,7 +447,7 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     ),
     "diagnose-world-size-ignored": (
         "a log with some of the model's ranks reads protected",
-        [("diagnose.py", "    if log.world_size > in_effect and len(covered) == len(model) and all(\n", "    if False and all(\n")],
+        [("diagnose.py", "    if ranks > in_effect and len(covered) == len(model) and all(\n", "    if False and all(\n")],
     ),
     "reader-folded-plugin-counts-one": (
         "Ray's folded plugin line counts one process",
@@ -714,6 +714,67 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         [("installation.py", '                out["flashmla_source"] = f.read()',
           '                f.read()')],
     ),
+    # The ninth held-out review of diagnose (2026-12-06): deployments and
+    # what log collection does to the lines.
+    "reader-engine-exit-no-death": (
+        "an engine core that exited unexpectedly is no death",
+        [("log_reader.py", 'died unexpectedly|exited unexpectedly|', 'died unexpectedly|')],
+    ),
+    "reader-escaped-cr-kept": (
+        "rsyslog's #015 and cat -v's ^M stay on the frame's function",
+        [("log_reader.py", '_LINE_END = re.compile(r"(?:\\r|#015|\\^M)+$")', '_LINE_END = re.compile(r"\\r+$")')],
+    ),
+    "reader-jq-quotes-kept": (
+        "a line quoted by jq keeps its escapes (no frame read)",
+        [("log_reader.py", '    if "\\\\" in body:\n', '    if False:\n')],
+    ),
+    "reader-unread-traceback-ignored": (
+        "a traceback that could not be read leaves no trace",
+        [("log_reader.py", "        if proc._in_traceback and proc._header is not None and self.log.unread is None:\n",
+          "        if False:\n")],
+    ),
+    "reader-open-traceback-ignored": (
+        "a log that ends inside a traceback reads as one that ended well",
+        [("log_reader.py", "                  if p._in_traceback and p._header is not None]\n",
+          "                  if False]\n")],
+    ),
+    "diagnose-unread-traceback-safe": (
+        "an unread traceback before the stop does not stop exit 0",
+        [("diagnose.py", "        if code == EXIT_OK and unread is not None and (stopped_at is None or unread[0] < stopped_at):\n",
+          "        if False:\n")],
+    ),
+    "diagnose-cut-architecture-another-model": (
+        "an architecture's name cut at a width reads as another model",
+        [("diagnose.py", "    if any(name.startswith(a) for a in log.architectures for name in _MAY_BE_CUT_FROM):\n",
+          "    if False:\n")],
+    ),
+    "reader-parallel-sizes-ignored": (
+        "the engine's tensor x pipeline parallel size asks for no processes",
+        [("log_reader.py", '        if "_parallel_size" in stripped:\n', '        if False:\n')],
+    ),
+    "reader-tail-headers-ignored": (
+        "tail's ==> file <== headers name no source",
+        [("log_reader.py", "            source = f\"{self._file}\\0{source}\"\n", "            pass\n")],
+    ),
+    "reader-rotated-files-two-sources": (
+        "a rotated file of the same log is another source",
+        [("log_reader.py", '            name = _ROTATED.sub("", header.group("name").rsplit("/", 1)[-1])\n',
+          '            name = header.group("name")\n')],
+    ),
+    "exports-source-objects-ignored": (
+        "a pod named as an object ({\"pod\": {\"name\": ...}}) is no source",
+        [("log_exports.py", '            elif key in SOURCE_KEYS and isinstance(inner, dict) and isinstance(\n',
+          '            elif False and isinstance(\n')],
+    ),
+    "exports-dotted-source-ignored": (
+        "a dotted source name (kubernetes.pod.name) is no source",
+        [("log_exports.py", '    return len(parts) >= 2 and parts[-1] == "name" and parts[-2] in SOURCE_KEYS\n',
+          '    return False\n')],
+    ),
+    "exports-raw-unread": (
+        "Splunk's _raw and GELF's short_message are no message",
+        [("log_exports.py", '"text", "content", "body", "_raw", "short_message")', '"text", "content", "body")')],
+    ),
 }
 
 
@@ -724,7 +785,8 @@ _CORE = ["tests/test_small_rules.py", "tests/test_warmup_shape.py", "tests/test_
 FOCUS: dict[str, list[str]] = {name: _CORE for name in MUTATIONS if name.startswith(("R", "M", "walk-", "runtime-", "switch", "allow", "ifexp", "merge", "edit-", "rebuild", "super-cell", "status-"))}
 FOCUS.update({name: ["tests/test_diagnose.py", "tests/test_diagnose_corpus.py",
                      "tests/test_log_formats.py", "tests/test_log_reader_details.py",
-                     "tests/test_log_exports.py", "tests/test_diagnose_deployments.py"]
+                     "tests/test_log_exports.py", "tests/test_diagnose_deployments.py",
+                     "tests/test_diagnose_collection.py"]
               for name in MUTATIONS if name.startswith(("reader-", "50615-", "diagnose-", "broken-",
                                                         "input-", "exports-"))})
 FOCUS.update({name: ["tests/test_ray_settings.py"] for name in MUTATIONS if name.startswith("ray-")})

@@ -584,3 +584,33 @@ def test_a_client_stopped_by_ctrl_c_in_the_same_log_does_not_stop_the_server():
     server = [f"({API}) " + line for line in client[1:]]
     d = diagnosed(text(protected_tp1("12-01 01:28:10") + server + _fatal("12-01 03:12:44")))
     assert (d.verdict, d.exit_code) == ("protected", 0), d.summary
+
+
+# --- a ninth review: an engine core that died with no traceback ------------------
+
+
+@pytest.mark.parametrize("after", [
+    [],
+    [f"({API}) INFO:     Shutting down"],
+    [f"({API}) " + line for line in (
+        "ERROR 12-06 10:08:02 [async_llm.py:708] AsyncLLM output_handler failed.",
+        "ERROR 12-06 10:08:02 [async_llm.py:708] Traceback (most recent call last):",
+        'ERROR 12-06 10:08:02 [async_llm.py:708]   File "/v/vllm/v1/engine/async_llm.py", line 664, in output_handler',
+        "ERROR 12-06 10:08:02 [async_llm.py:708]     outputs = await engine_core.get_output_async()",
+        "ERROR 12-06 10:08:02 [async_llm.py:708] vllm.v1.engine.exceptions.EngineDeadError: EngineCore "
+        "encountered an issue. See stack trace (above) for the root cause.",
+        "INFO:     Shutting down",
+    )],
+], ids=["log-ends", "uvicorn-shuts-down", "output-handler-then-shutdown"])
+def test_an_engine_core_that_exited_unexpectedly_is_a_different_crash(after):
+    """At one API server, an engine core killed without a traceback (the OOM
+    killer, a segfault) shows only as the API server's ``engine core exited
+    unexpectedly``, then uvicorn's shutdown: a death, not a protected server
+    that was stopped (it read exit 0), nor a report whose cause is missing
+    (exit 2)."""
+    lines = protected_tp1("12-06 10:00:00") + [logged(
+        API, "12-06 10:08:02", "core_client.py:726",
+        "[shutdown] MPClient: engine core exited unexpectedly; starting cleanup", "WARNING")] + after
+    d = diagnosed(text(lines))
+    assert (d.verdict, d.exit_code) == ("other-crash", 3), d.summary
+    assert "exited unexpectedly" in d.summary, d.summary

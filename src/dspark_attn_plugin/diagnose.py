@@ -52,6 +52,9 @@ EXIT_OK, EXIT_CRASH, EXIT_INCONCLUSIVE, EXIT_OTHER_CRASH, EXIT_UNREADABLE = 0, 1
 # Architectures that vLLM builds from DeepSeek-V4's module under a name that
 # does not say so (vLLM 0.27's registry: the DSpark drafter).
 _DEEPSEEK_V4_DRAFTERS = {"DSparkDraftModel"}
+# A name these begin with may be one of them cut at a width (a terminal's,
+# a log pipeline's): no other model.
+_MAY_BE_CUT_FROM = ("DeepseekV4ForCausalLM", *_DEEPSEEK_V4_DRAFTERS)
 # The plugin's words for leaving DeepSeek-V4's attention alone once that
 # module is loaded (not at registration, nor when its patch is removed).
 _JUDGED_ON_LOAD = re.compile(r"dspark-attn-plugin (?:cannot patch|does not recognise|failed on)")
@@ -272,6 +275,17 @@ def _judge(log: Log) -> Diagnosis:
     reports = [_process_report(p) for p in procs]
 
     def made(verdict: str, code: int, summary: str, stop_note: bool = True, **more) -> Diagnosis:
+        unread = log.unread_traceback()
+        if code == EXIT_OK and unread is not None and (stopped_at is None or unread[0] < stopped_at):
+            # Positive evidence only: a traceback that could not be read
+            # may be the crash.
+            verdict, code = "inconclusive", EXIT_INCONCLUSIVE
+            summary = (
+                f"Nothing conclusive: a traceback at line {unread[1]:,} ({unread[2]}) could not "
+                "be read: its lines are not as Python prints them (quoted or escaped by a log "
+                "pipeline, cut or wrapped at a width), or the log ends inside it, so what it "
+                "raised is not known. Give diagnose the log as vLLM wrote it (`jq -r`, not "
+                f"`jq`). What the other lines came to: {summary}")
         if stop_note and stopped_at is not None:
             summary += f" (The server was stopped at line {log.stopping_line:,} of the log.)"
         if log.runs > 1:
@@ -400,11 +414,13 @@ def _judge(log: Log) -> Diagnosis:
 
     # Each process in effect, or the processes Ray folded into its line.
     in_effect = sum(max(1, p.in_effect_for) for p in model if in_effect_in(p))
-    if log.world_size > in_effect and len(covered) == len(model) and all(
+    ranks, said = max((log.world_size, "vLLM's world size"), (
+        log.parallel_ranks, "its tensor_parallel_size x pipeline_parallel_size"))
+    if ranks > in_effect and len(covered) == len(model) and all(
             in_effect_in(p) for p in model):
         return made(
             "inconclusive", EXIT_INCONCLUSIVE,
-            f"The model runs on {log.world_size} ranks (vLLM's world size), but this log shows "
+            f"The model runs on {ranks} ranks ({said}), but this log shows "
             f"the plugin in effect in {in_effect} of them: the other ranks' processes are not "
             "in it (another node's log, or lines Ray folded: set RAY_DEDUP_LOGS=0), so it does "
             "not show the deployment protected. Diagnose each node's log.")
@@ -463,6 +479,8 @@ def _deepseek_v4(log: Log) -> bool | None:
            or any(_JUDGED_ON_LOAD.search(detail) for state, detail in p.plugin if state == "left-alone")
            for p in log.processes.values()):
         return True
+    if any(name.startswith(a) for a in log.architectures for name in _MAY_BE_CUT_FROM):
+        return None
     if log.architectures and not log.more_architectures and (log.api_start or log.no_drafter):
         return False
     return None

@@ -26,7 +26,7 @@ from dspark_attn_plugin.log_input import LogError, whole_lines
 
 # Where a record's message is: these names, looked for at every depth.
 MESSAGE_KEYS = ("textPayload", "message", "msg", "log", "@message", "MESSAGE", "line",
-                "text", "content", "body")
+                "text", "content", "body", "_raw", "short_message")
 # Where a record's traceback is, beside its message.
 TRACE_KEYS = ("exc_info", "exc_text", "exception", "stack_trace", "traceback", "stack",
               "error.stack")
@@ -46,8 +46,9 @@ _VLLM_START = re.compile(
 # What names a record's source (the pod, container or stream that wrote
 # it), at any depth: Loki's labels, stern's ``-o json``, Fluent Bit's and
 # Vector's ``kubernetes``, Google Cloud's ``resource.labels``, CloudWatch's
-# log stream, journald's unit, docker's tag. Two values in one log are the
-# lines of two servers, however their messages read.
+# log stream, journald's unit, docker's tag; also as an object's name
+# (Elastic's ``kubernetes.pod.name``, nested or as one dotted name). Two
+# values in one log are the lines of two servers, however their messages read.
 SOURCE_KEYS = ("pod", "pod_name", "podName", "container", "container_name", "containerName",
                "@logStream", "logStream", "logStreamName", "_SYSTEMD_UNIT", "tag")
 
@@ -87,13 +88,22 @@ def record_source(record: dict) -> str | None:
         if depth > MAX_DEPTH:
             return
         for key, inner in value.items():
-            if key in SOURCE_KEYS and isinstance(inner, (str, int)):
+            if (key in SOURCE_KEYS or _names_source(key)) and isinstance(inner, (str, int)):
                 found.append(f"{key}={inner}")
+            elif key in SOURCE_KEYS and isinstance(inner, dict) and isinstance(
+                    inner.get("name"), (str, int)):
+                found.append(f"{key}.name={inner['name']}")
             elif isinstance(inner, dict):
                 visit(inner, depth + 1)
 
     visit(record, 0)
     return " ".join(sorted(found)) or None
+
+
+def _names_source(key: str) -> bool:
+    """``key`` is a dotted name of a source's name (``kubernetes.pod.name``)."""
+    parts = key.split(".")
+    return len(parts) >= 2 and parts[-1] == "name" and parts[-2] in SOURCE_KEYS
 
 
 def _sourced(lines: list[str], source: str | None) -> list[str]:
@@ -268,7 +278,7 @@ def vllm_lines(pieces: Iterable[str], name: str = "the log") -> Iterator[str]:
         limit = csv.field_size_limit()
         csv.field_size_limit(MAX_VALUE)
         try:
-            named = [c for c in header if c in SOURCE_KEYS]
+            named = [c for c in header if c in SOURCE_KEYS or _names_source(c)]
             for row in csv.DictReader(whole_lines(it, MAX_VALUE), fieldnames=header):
                 text = row.get(message)
                 if isinstance(text, str):

@@ -78,6 +78,10 @@ _RUN_END = re.compile(r"exited with code \d+|Main process exited, code=")
 # What a process logs once in a start of the server.
 _ONCE_A_START = ("vLLM API server version",) + _ENGINE_START
 _WORLD = re.compile(r"\brank \d+ in world size (\d+)\b")
+# The engine's configuration (``tensor_parallel_size=2``) or the API
+# server's arguments (``'tensor_parallel_size': 2``): each rank of these is
+# a process that runs the model.
+_PARALLEL = re.compile(r"\b(tensor|pipeline)_parallel_size['\"]?\s*[=:]\s*(\d+)")
 # Lines that say the server is being stopped: what it raises after is a
 # consequence, not a crash. Only a logger's line whose message begins so
 # (after a tag and a name: "[shutdown] API server: shutting down ...",
@@ -101,7 +105,7 @@ _CANCELLED = "CancelledError"
 # Lines that say a process died: vLLM shuts down because of it, which is a
 # crash, not a stop (what died and how is kept).
 _DEATH = re.compile(
-    r"died unexpectedly|exit code: -?\d+|exitcode=-?\d+|\bSIGKILL\b|\bSIGSEGV\b|\bSIGABRT\b"
+    r"died unexpectedly|exited unexpectedly|exit code: -?\d+|exitcode=-?\d+|\bSIGKILL\b|\bSIGSEGV\b|\bSIGABRT\b"
     r"|[Oo]ut of memory|\bOOM[ -]?kill|oom-kill|Killed process|\bOOMKilled\b"
     r"|terminated by signal|core dumped|Failed core proc\(s\): \{[^}]*: -\d+"
     # docker (compose)'s container that ended, systemd's service that was
@@ -119,6 +123,14 @@ _DEATH = re.compile(
     r"|srun: error: .*: tasks? [\d,-]+: (?:Exited with exit code [1-9]|Killed|Segmentation fault|Aborted)"
     r"|Force Terminated StepId|exitcode: -?[1-9]\d*"
 )
+# How a line ends beyond its text: the carriage return vLLM's formatter puts
+# at the end of each line but the last of a record, as it is, as rsyslog
+# escapes it (``#015``) and as ``cat -v`` or an editor shows it (``^M``).
+# ``tail``'s and ``head``'s header before each file's lines (``==> a.log <==``),
+# and what a rotated file's name ends with (``.1``, ``.2.gz``, ``-20261206``).
+_FILE_HEADER = re.compile(r"^==> (?P<name>.+) <==$")
+_ROTATED = re.compile(r"(?:\.\d{1,3}|\.gz|-\d{8}(?:\d{2,6})?)+$")
+_LINE_END = re.compile(r"(?:\r|#015|\^M)+$")
 _DEATH_NOT = re.compile(r"exit code: 0\b|exitcode=0\b|CUDA out of memory")
 # vLLM's head anywhere in the first characters of a line: what comes before
 # it is VLLM_LOGGING_PREFIX (vLLM puts it between the process prefix and the
@@ -306,6 +318,9 @@ class Process:
     _functions: set = field(default_factory=set)
     _in_traceback: bool = False
     _want_statement: bool = False
+    # where the traceback being read had its header: (this run's count,
+    # line of the input), or None (no header: cut off, or Ray's remote one)
+    _header: tuple | None = None
 
     @property
     def name(self) -> str:
@@ -367,12 +382,30 @@ class Log:
     starts_back_in_time: int = 0  # > 0: the line of a start timed before the lines above it
     # vLLM's "rank R in world size W": the most ranks the model runs on.
     world_size: int = 0
+    # The engine's tensor_parallel_size x pipeline_parallel_size: as many
+    # processes run the model (of one data parallel rank).
+    parallel_ranks: int = 0
+    # The first traceback whose lines could not be read as Python prints
+    # them (a header, then no frame and exception): (this run's count, line
+    # of the input, the process).
+    unread: tuple | None = None
     # > 0: the line where a process logged its start a second time in one
     # start of the server: two servers' lines mixed with nothing naming each.
     start_repeated: int = 0
 
     def ordered(self) -> list[Process]:
         return sorted(self.processes.values(), key=lambda p: p.first_line)
+
+    def unread_traceback(self) -> tuple | None:
+        """The first traceback that began with its header and was not read
+        to its exception: ``(this run's count, line of the input, the
+        process)``, or None. Its lines were not as Python prints them (a log
+        pipeline's quotes and escapes, lines cut or wrapped at a width), or
+        the log ends inside it: what it raised is not known."""
+        found = [self.unread] if self.unread is not None else []
+        found += [(*p._header, p.label) for p in self.processes.values()
+                  if p._in_traceback and p._header is not None]
+        return min(found, key=lambda u: u[0]) if found else None
 
 
 class LogReader:
@@ -384,7 +417,8 @@ class LogReader:
         self.runs = 1
         self.total_lines = 0
         self._on_run_end = on_run_end
-        self._source = 0
+        self._source: int | str = 0  # the namespace of process ids (a file's)
+        self._paths = 0  # files given (next_source)
         # Wrappers learnt, newest first (torch's launcher's prefix of each
         # rank's lines, _RANK, is known without learning and kept apart).
         self._wrappers: deque = deque(maxlen=MAX_WRAPPERS)
@@ -419,6 +453,10 @@ class LogReader:
         self._api_pid: str | None = None  # the pid of the API server's start lines
         self._line_source: str | None = None  # the source of the line read (_wrapped_by)
         self._started_sources: set = set()  # sources with an API server's start line
+        # The file ``tail``'s header named (its name as rotated files share
+        # it), and the process namespace each has.
+        self._file: str | None = None
+        self._files: dict[str, str] = {}
 
     @property
     def newest_first(self) -> bool:
@@ -446,7 +484,9 @@ class LogReader:
 
     def next_source(self) -> None:
         """The lines that follow come from another file (pids may repeat)."""
-        self._source += 1
+        self._paths += 1
+        self._source = self._paths
+        self._file = None
 
     def _runs(self, line: str, vllm_line: bool, pid: str | None = None) -> None:
         """Start a new run where the log shows a new start of the server: one
@@ -576,6 +616,8 @@ class LogReader:
                 self._pids[source][0] = pid
         if self._record_source is not None:
             source = f"{self._record_source}\0{source}"
+        if self._file is not None:
+            source = f"{self._file}\0{source}"
         self._line_source = source
         if source in self.source_lines:
             self.source_lines[source] += 1
@@ -606,7 +648,7 @@ class LogReader:
                 self._wrapped_by(m.group(0))
                 line = line[m.end():]
                 line = self._cut_rank(line)  # torch's, after the pipeline's
-                return line[:-1] if m.group(0).startswith('"') and line.endswith('"') else line
+                return _unquoted(line) if m.group(0).startswith('"') and line.endswith('"') else line
         if _RANK.match(line):
             # torch's own, in any one process's output: no source, and never
             # forgotten however many wrappers were learnt before it.
@@ -633,7 +675,7 @@ class LogReader:
         line = line[anchor.start():]
         if rank is not None:
             self._rank = rank.group(1)
-        return line[:-1] if head.startswith('"') and line.endswith('"') else line
+        return _unquoted(line) if head.startswith('"') and line.endswith('"') else line
 
     def _cut_rank(self, line: str) -> str:
         """``line`` without torch's ``[rankN]:`` at its start; the rank kept
@@ -647,8 +689,18 @@ class LogReader:
     def feed(self, raw: str) -> None:
         # The source an export's record names (log_exports.record_source).
         self._record_source = getattr(raw, "source", None)
-        text = _ANSI.sub("", raw.rstrip("\r\n")).rstrip("\r")
+        text = _LINE_END.sub("", _ANSI.sub("", raw.rstrip("\r\n")))
         stripped = text.lstrip()
+        if text.startswith("==> ") and (header := _FILE_HEADER.match(text)) is not None:
+            # The lines that follow are another file's (``tail a.log b.log``):
+            # another source, unless a rotated file of the same log. Bounded.
+            name = _ROTATED.sub("", header.group("name").rsplit("/", 1)[-1])
+            if name in self._files or len(self._files) < MAX_SOURCES:
+                self._file = name
+                self._source = self._files.setdefault(name, f"file{len(self._files)}")
+            self.total_lines += 1
+            self.log.lines += 1
+            return
         if stripped.startswith("{") and stripped.rstrip().endswith("}"):
             record = _json_record(stripped)
             if record is not None and (lines := record_lines(record)) is not None:
@@ -752,6 +804,11 @@ class LogReader:
             self.log.no_drafter = True
         if "world size" in stripped and (world := _WORLD.search(stripped)):
             self.log.world_size = max(self.log.world_size, int(world.group(1)))
+        if "_parallel_size" in stripped:
+            sizes = dict(m.groups() for m in _PARALLEL.finditer(stripped))
+            if sizes:
+                ranks = int(sizes.get("tensor", 1)) * int(sizes.get("pipeline", 1))
+                self.log.parallel_ranks = max(self.log.parallel_ranks, ranks)
         if (file and file.rsplit("/", 1)[-1] in _MODEL_FILES) or any(
             m in stripped for m in _MODEL_MESSAGES
         ):
@@ -816,6 +873,8 @@ class LogReader:
         if stripped.startswith("Traceback (most recent call last)"):
             if proc._in_traceback and proc._frames:
                 self.headers_after_frames += 1  # read bottom up: newest first?
+            self._not_read(proc)
+            proc._header = (self.log.lines, self.total_lines)
             proc._in_traceback = True
             proc._frames.clear()
             proc._functions = set()
@@ -828,6 +887,7 @@ class LogReader:
             # A traceback whose header was cut off (or Ray's remote one,
             # after its RayTaskError line): its frames still count.
             proc._in_traceback = True
+            proc._header = None
             proc._frames.clear()
             proc._functions = set()
         if frame:
@@ -848,7 +908,10 @@ class LogReader:
         if not stripped or text.startswith((" ", "\t")) or not stripped.strip("^~ "):
             return True  # markers (^^^), code lines, blank lines
         exc = _EXCEPTION.match(stripped)
+        if not (exc and proc._frames):
+            self._not_read(proc)
         proc._in_traceback = False
+        proc._header = None
         if exc and proc._frames:
             exc_type = exc["inner"] or exc["type"]  # RayTaskError(AssertionError)
             if exc_type.split(".")[-1] in _STOPS and self.log.stopping_at is None and self._serves(proc):
@@ -861,6 +924,13 @@ class LogReader:
             )
             return True
         return False  # the traceback was cut off: this is an ordinary line
+
+
+    def _not_read(self, proc: Process) -> None:
+        """The traceback ``proc`` was reading, if it had its header, ends
+        here unread."""
+        if proc._in_traceback and proc._header is not None and self.log.unread is None:
+            self.log.unread = (*proc._header, proc.label)
 
 
 def _stops(text: str, file: str | None) -> bool:
@@ -890,6 +960,24 @@ def _raised(text: str) -> bool:
     if exc is None:
         return False
     return exc["msg"] is not None or _EXCEPTION_NAME.search(exc["inner"] or exc["type"]) is not None
+
+
+def _unquoted(text: str) -> str:
+    """The end of a line quoted as a JSON string (``jq`` without ``-r``;
+    ``text`` runs to its closing quote) with its escapes read: ``File
+    \\"x.py\\"`` is Python's ``File "x.py"``. One line only."""
+    import json
+
+    body = text[:-1]
+    if "\\" in body:
+        try:
+            decoded = json.loads(f'"{body}"')
+        except ValueError:
+            return body
+        decoded = _LINE_END.sub("", decoded.rstrip("\n"))
+        if "\n" not in decoded and "\r" not in decoded:
+            return decoded
+    return body
 
 
 def _json_record(text: str) -> dict | None:
