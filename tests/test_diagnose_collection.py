@@ -116,29 +116,28 @@ def test_an_unread_traceback_after_the_server_was_stopped_changes_nothing():
 # --- lines cut at a width, lines a grep left out ----------------------------------------
 
 
+def resolving(name: str) -> list[str]:
+    """A start that resolved ``name`` and got past its warmup, no plugin line."""
+    when = "12-06 10:00:00"
+    start = [line for line in api_start(when) if "Resolved architecture" not in line]
+    start.append(logged(API, when, "model.py:645", f"Resolved architecture: {name}"))
+    lines = start + engine_start(when) + loaded(ENGINE, when, patched=False)
+    return lines + [logged(ENGINE, when, "gpu_worker.py:298", "Available KV cache memory: 4.82 GiB")]
+
+
 @pytest.mark.parametrize("name", ["Deep", "DeepseekV4For", "DeepseekV4ForCausalL", "DSpa"])
 def test_an_architecture_name_cut_at_a_width_is_no_other_model(name):
     """``Resolved architecture: Deep`` (a terminal or a capture that cut
     the line at 80 columns) may be DeepSeek-V4: no "Not applicable" (exit
     0) for a start that shows no plugin."""
-    when = "12-06 10:00:00"
-    start = [line for line in api_start(when) if "Resolved architecture" not in line]
-    start.append(logged(API, when, "model.py:645", f"Resolved architecture: {name}"))
-    lines = start + engine_start(when) + loaded(ENGINE, when, patched=False)
-    lines.append(logged(ENGINE, when, "gpu_worker.py:298", "Available KV cache memory: 4.82 GiB"))
-    d = diagnosed(text(lines))
+    d = diagnosed(text(resolving(name)))
     assert d.exit_code == 2, d.summary
 
 
 @pytest.mark.parametrize("name", ["DeepseekV3ForCausalLM", "Qwen3ForCausalLM"])
 def test_a_whole_name_of_another_model_is_still_not_applicable(name):
     """Control: a complete name of another model is still another model."""
-    when = "12-06 10:00:00"
-    start = [line for line in api_start(when) if "Resolved architecture" not in line]
-    start.append(logged(API, when, "model.py:645", f"Resolved architecture: {name}"))
-    lines = start + engine_start(when) + loaded(ENGINE, when, patched=False)
-    lines.append(logged(ENGINE, when, "gpu_worker.py:298", "Available KV cache memory: 4.82 GiB"))
-    d = diagnosed(text(lines))
+    d = diagnosed(text(resolving(name)))
     assert (d.verdict, d.exit_code) == ("not-applicable", 0), d.summary
 
 
