@@ -716,6 +716,18 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     ),
     # The ninth held-out review of diagnose (2026-12-06): deployments and
     # what log collection does to the lines.
+    # Survivors of the mutation tool over warmup_shape/aliases.py that were
+    # bugs (2026-12-06): the classifier read these crashing forks as fixed.
+    "R1-torch-in-place-on-a-name": (
+        "an in-place function (torch.fill_(x, v), torch.nn.init.constant_(x, v)) leaves x as it was",
+        [("warmup_shape/aliases.py", "            )) or in_place):\n", "            ))):\n")],
+    ),
+    "R1-from-imported-object-unchanged": (
+        "PENDING.pop() on a from-imported object changes nothing imported",
+        [("warmup_shape/aliases.py",
+          "                        or isinstance(n.func.value, ast.Name) and n.func.value.id in self.from_imported)\n",
+          "                        or False)\n")],
+    ),
     "reader-engine-exit-no-death": (
         "an engine core that exited unexpectedly is no death",
         [("log_reader.py", 'died unexpectedly|exited unexpectedly|', 'died unexpectedly|')],
@@ -781,7 +793,7 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
 # The tests each mutation runs (the whole offline suite where not named):
 # a mutation is killed when one of them fails.
 _CORE = ["tests/test_small_rules.py", "tests/test_warmup_shape.py", "tests/test_variants.py",
-         "tests/test_module_as_loaded.py"]
+         "tests/test_module_as_loaded.py", "tests/test_layer_state_flows.py"]
 FOCUS: dict[str, list[str]] = {name: _CORE for name in MUTATIONS if name.startswith(("R", "M", "walk-", "runtime-", "switch", "allow", "ifexp", "merge", "edit-", "rebuild", "super-cell", "status-"))}
 FOCUS.update({name: ["tests/test_diagnose.py", "tests/test_diagnose_corpus.py",
                      "tests/test_log_formats.py", "tests/test_log_reader_details.py",

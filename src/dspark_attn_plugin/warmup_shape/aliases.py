@@ -897,10 +897,11 @@ class _Flow:
                 if isinstance(n, ast.Call):
                     for a in [*n.args, *(k.value for k in n.keywords)]:
                         self.took_in(a, f.attr in MUTATORS or in_place)
-            if args and (f.value.id in BUILTIN_TYPES if isinstance(f.value, ast.Name) else (
+            if args and ((f.value.id in BUILTIN_TYPES if isinstance(f.value, ast.Name) else (
                 isinstance(f.value, ast.Attribute) and f.value.attr == "Tensor"
-            ) or f.attr.endswith("_") and not f.attr.endswith("__")):
-                self.took_in(args[0])  # list.append(x, v), torch.Tensor.fill_(x, v)
+            )) or in_place):
+                # list.append(x, v), torch.Tensor.fill_(x, v), torch.fill_(x, v)
+                self.took_in(args[0])
         for k in c.keywords:
             if k.arg == "out":
                 self.took_in(k.value)  # torch.add(a, b, out=x)
@@ -918,15 +919,18 @@ class _Flow:
         nodes = self.nodes(e)
         read_off = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
         # Imported objects handed to a call there (next(_CACHE), next(m.CNT)),
-        # or whose method is called (m.D.pop(k)); not torch's (torch.int32),
-        # nor a module's function (ops.f(x)).
+        # or whose method is called (m.D.pop(k), and PENDING.pop() where
+        # ``from m import PENDING`` may bind an object as well as a module);
+        # not torch's (torch.int32), nor a function of a module ``import``
+        # binds (ops.f(x)).
         handed = {id(x) for n in nodes if isinstance(n, ast.Call)
                   for a in [*n.args, *(k.value for k in n.keywords)]
                   for x, attr in self.objects(a)
                   if isinstance(x, ast.Name) and x.id not in self.torch_names}
         handed |= {id(_root(n.func.value)) for n in nodes
                    if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-                   and isinstance(n.func.value, (ast.Attribute, ast.Subscript))
+                   and (isinstance(n.func.value, (ast.Attribute, ast.Subscript))
+                        or isinstance(n.func.value, ast.Name) and n.func.value.id in self.from_imported)
                    and _root(n.func.value) is not None
                    and _root(n.func.value).id not in self.torch_names}
         for n in nodes:

@@ -1,0 +1,135 @@
+"""What a fork's ``__init__``, helpers and module do with the layer's state,
+and what the warmup then reads: the buffer or a change it chose, kept under
+another name (an attribute, a list, a class-level list, an imported
+module's object, an iterator), is never read as safe; plain bookkeeping
+beside it (a lambda that only tests the buffer, a copy of other values, a
+helper with ``*args``) still reads fixed, and never makes the classifier
+raise.
+
+Each case is one a reviewer found by running the classifier's mutants
+(``tests/mutation_score.py``, survivors of ``warmup_shape/aliases.py``):
+the mutant read it otherwise. Each unsafe case was run as Python on a
+stand-in layer with the buffer None: the warmup fails (``None.shape``, a
+drained iterator, an emptied list, a failing assert), and it runs with a
+tensor. Sources are vLLM 0.27.1's ``flashmla.py`` with vLLM #50693 applied
+(fixed), changed by ``test_module_as_loaded.build`` and lines appended to
+``__init__``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from dspark_attn_plugin.warmup_shape import Verdict, classify_source
+
+from test_module_as_loaded import build, stock  # noqa: F401  (the fixture: vLLM 0.27.1's source)
+
+# The last line of DeepseekV4FlashMLAAttention.__init__ in vLLM 0.27.1.
+INIT_END = "        self._einsum_recipe, self._tma_aligned_scales = compute_fp8_einsum_recipe()\n"
+
+
+def fork(stock: str, *, init=(), **changes) -> str:
+    """The fixed source changed by ``build`` and ``init``'s lines at the end
+    of ``__init__``."""
+    text = build(stock, **changes)
+    assert text.count(INIT_END) == 1
+    return text.replace(INIT_END, INIT_END + "".join(" " * 8 + line + "\n" for line in init))
+
+
+NEVER_SAFE = [
+    pytest.param(dict(warmup=('x = self._pending[-1].shape[-1]',), init=('pending = type(self)._pending', 'pending.append(self.topk_indices_buffer)')),
+                 id='class-list-of-type(self)-takes-the-buffer'),  # type(self)._pending takes the buffer in; the warmup reads it back
+    pytest.param(dict(top='def _remember(store, value):\n    store.append(value)\n\n\n', warmup=('x = self._seen[-1].shape[-1]',), init=('self._seen = []', '_remember(self._seen, self.topk_indices_buffer)')),
+                 id='module-function-appends-to-the-layers-list'),  # a module function appends the buffer to the layer's list
+    pytest.param(dict(warmup=('x = self._init_kwargs["topk_indices_buffer"].shape[-1]',), init=('self._init_kwargs = kwargs',)),
+                 id='init-kwargs-kept'),  # __init__ keeps its **kwargs (vLLM passes topk_indices_buffer=None by keyword)
+    pytest.param(dict(top='import vllm.envs as envs\n\n\n', warmup=('x = envs.PENDING[-1] + 1',), init=('if self.topk_indices_buffer is None:', '    envs.PENDING.pop()')),
+                 id='imported-module-object-popped-by-the-buffer'),  # envs.PENDING.pop() under a test on the buffer
+    pytest.param(dict(warmup=('x = self._seen[-1].shape[-1]',), body='    def configure(self):\n        setattr(self, "_remember", self._seen.append)\n        self._remember(self.topk_indices_buffer)\n\n', init=('self._seen = []', 'self.configure()')),
+                 id='bound-append-stored-by-setattr'),  # setattr stores list.append, called with the buffer
+    pytest.param(dict(warmup=('x = self._bufs["topk_indices_buffer"].shape[-1]',), body='    def configure(self):\n        self._bufs = dict(self._buffers)\n\n', init=('self.configure()',)),
+                 id='copy-of-the-module-buffers-registry'),  # dict(self._buffers) copies the registry the buffer is in
+    pytest.param(dict(top='def _topk_of(layer):\n    return layer.topk_indices_buffer\n\n\n', warmup=('x = self._topk.shape[-1]',), init=('self._topk = _topk_of(self)',)),
+                 id='module-function-returns-the-layers-buffer'),  # a module function handed the layer returns its buffer
+    pytest.param(dict(warmup=('i = next(self._ids)',), body='    def configure(self):\n        match self.topk_indices_buffer:\n            case None:\n                pass\n            case _:\n                return\n        next(self._ids)\n\n', init=('self._ids = iter(range(1))', 'self.configure()')),
+                 id='match-on-the-buffer-returns-early'),  # a match on the buffer returns early, else advances an iterator
+    pytest.param(dict(warmup=('i = next(self._ids)',), body='    def configure(self):\n        skipped = [0 for t in (self.topk_indices_buffer,) if t is None for _ in self._ids]\n\n', init=('self._ids = iter(range(1))', 'self.configure()')),
+                 id='comprehension-filtered-by-the-buffer-drains-an-iterator'),  # a comprehension filtered by the buffer drains an iterator
+    pytest.param(dict(warmup=('i = next(self._ids)',), body='    def configure(self):\n        skipped = [next(self._ids) for t in (self.topk_indices_buffer,) if t is None]\n\n', init=('self._ids = iter(range(1))', 'self.configure()')),
+                 id='comprehension-element-advances-an-iterator'),  # a comprehension whose element advances an iterator, filtered by the buffer
+    pytest.param(dict(warmup=('x = self._seen[-1].shape[-1]',), body='    def configure(self):\n        (lambda store, item: store.append(item))(self._seen, self.topk_indices_buffer)\n\n', init=('self._seen = []', 'self.configure()')),
+                 id='lambda-called-at-once-appends-the-buffer'),  # a lambda called where it is written appends the buffer
+    pytest.param(dict(warmup=('x = self._topk.shape[-1]',), body="    def set_topk(self, buf):\n        self.register_buffer('topk_indices_buffer', buf, persistent=False)\n        self._topk = buf\n\n"),
+                 id='setter-registers-the-buffer-and-keeps-it'),  # a setter registers the buffer and keeps it under another name
+    pytest.param(dict(top='from vllm.model_executor.layers.utils import attach_topk_view\n\n\n', warmup=('x = self._topk_view.shape[-1]',), body='    def configure(self):\n        attach_topk_view(self)\n\n', init=('self.configure()',)),
+                 id='outside-function-handed-the-layer'),  # an imported function handed the layer
+    pytest.param(dict(warmup=('for hook in self._warmup_hooks:', '    hook()'), body='    def _check_topk(self):\n        assert self.topk_indices_buffer is not None\n\n    def configure(self):\n        setattr(self, "_warmup_hooks", (self._check_topk,))\n\n', init=('self.configure()',)),
+                 id='hook-method-stored-by-setattr'),  # setattr stores a method that asserts the buffer; the warmup calls it
+    pytest.param(dict(warmup=('assert not self._swa_mask.any()',), body='    def configure(self):\n        torch.nn.init.constant_(self._swa_mask, float(self.topk_indices_buffer is None))\n\n', init=('self._swa_mask = torch.zeros(4)', 'self.configure()')),
+                 id='torch-nn-init-constant-by-the-buffer'),  # torch.nn.init.constant_(mask, buffer is None)
+    pytest.param(dict(top='from vllm.envs import LAYER_IDS\n\n\n', warmup=('idx = next(LAYER_IDS)',), init=('if self.topk_indices_buffer is None:', '    next(LAYER_IDS)')),
+                 id='from-imported-iterator-advanced-by-the-buffer'),  # next(LAYER_IDS) under a test on the buffer
+    pytest.param(dict(warmup=('i = next(self._ids)',), body='    def configure(self):\n        ids = self._ids\n        if self.topk_indices_buffer is None:\n            next(ids)\n\n', init=('self._ids = iter(range(1))', 'self.configure()')),
+                 id='iterator-alias-advanced-by-the-buffer'),  # a local alias of the layer's iterator advanced under a test on the buffer
+    pytest.param(dict(warmup=('x = self.warmup_buffers[-1].shape[-1]',), init=('self.warmup_buffers = []', 'self.warmup_buffers.append(self.topk_indices_buffer)')),
+                 id='list-attribute-named-after-the-buffer-takes-it'),  # self.warmup_buffers.append(buffer)
+    pytest.param(dict(warmup=('x = self._tables[0]["topk"].shape[-1]',), body='    def configure(self):\n        min(self._tables, key=len)["topk"] = self.topk_indices_buffer\n\n', init=('self._tables = [{}, {}]', 'self.configure()')),
+                 id='min-with-a-builtin-key-stores-the-buffer'),  # min(tables, key=len)['topk'] = buffer, the warmup reads it
+    pytest.param(dict(warmup=('x = self._seen[-1].shape[-1]',), body='    def _history(self):\n        return self._seen\n\n    def configure(self):\n        self._history().append(self.topk_indices_buffer)\n\n', init=('self._seen = []', 'self.configure()')),
+                 id='method-returns-the-layers-list-that-takes-the-buffer'),  # a method returns the layer's list; the buffer is appended to it
+    pytest.param(dict(top='from vllm.envs import PENDING\n\n\n', warmup=('x = PENDING[-1] + 1',), init=('if self.topk_indices_buffer is None:', '    PENDING.pop()')),
+                 id='from-imported-object-popped-by-the-buffer'),  # PENDING.pop() under a test on the buffer, PENDING from-imported
+    pytest.param(dict(warmup=('assert not self._swa_mask.any()',), body='    def configure(self):\n        torch.fill_(self._swa_mask, self.topk_indices_buffer is None)\n\n', init=('self._swa_mask = torch.zeros(4, dtype=torch.bool)', 'self.configure()')),
+                 id='torch-fill_-by-the-buffer'),  # torch.fill_(mask, buffer is None)
+]
+
+READS_FIXED = [
+    pytest.param(dict(top='from torch import empty, zeros\n\n\n', warmup=('x = self._shape_ref.shape[-1]',), body='    def configure(self):\n        flag = self._flag.view_as(self._shape_ref)\n        flag.fill_(float(self.topk_indices_buffer is None))\n\n', init=('self._flag = zeros(4)', 'self._shape_ref = empty(2, 2)', 'self.configure()')),
+                 id='view_as-of-another-tensor'),  # view_as(other) views self._flag, not other
+    pytest.param(dict(init=('self._dtype = torch.get_default_dtype()',)),
+                 id='torch-call-without-arguments'),  # a torch call with no argument in __init__
+    pytest.param(dict(warmup=("self._note('warmup', 'swa')",), body='    def _note(self, *parts):\n        return None\n\n'),
+                 id='star-args-helper-called-with-two'),  # a helper taking *parts called with two arguments
+    pytest.param(dict(init=('valid = lambda t: t is None or t.dim() == 2', 'assert valid(self.topk_indices_buffer)')),
+                 id='local-lambda-tests-the-buffer'),  # a local lambda only tests the buffer
+    pytest.param(dict(warmup=('x = self._sizes[0] + 1',), body='    def __cache_sizes(self, *sizes):\n        self._sizes = sizes\n\n', init=('self.__cache_sizes(64, 128)',)),
+                 id='private-method-named-before-init'),  # a private method (name sorts before __init__) keeps its own *sizes
+    pytest.param(dict(top='import torch.nn.init as init\n\n\n', init=('self._scratch = torch.empty(4)', 'if self.topk_indices_buffer is None:', '    init.zeros_(self._scratch)')),
+                 id='torch-init-zeros-on-another-tensor'),  # torch.nn.init.zeros_ on a tensor the warmup never reads
+    pytest.param(dict(init=('setattr(self, "0_topk", self.topk_indices_buffer)',)),
+                 id='setattr-of-an-odd-name'),  # setattr of a name no code reads
+    pytest.param(dict(warmup=('x = 1 if self._fp8 else 0',), body='    def configure(self):\n        self._fp8 = getattr(self, "use_fp8", False)\n\n', init=('self.configure()',)),
+                 id='getattr-of-another-attribute-with-default'),  # getattr(self, 'use_fp8', False)
+    pytest.param(dict(warmup=('x = self._opts[0] + 1',), body='    def configure(self):\n        class _Opts:\n            size = 4\n        self._opts = [_Opts.size]\n\n', init=('self.configure()',)),
+                 id='nested-class-in-a-method'),  # a class statement inside a method
+    pytest.param(dict(warmup=('x = self._block_sizes[0] + 1',), body='    def configure(self):\n        return [s for s in self._block_sizes]\n\n', init=('self._block_sizes = (64,)',)),
+                 id='comprehension-over-the-layers-list'),  # a comprehension over the layer's list
+    pytest.param(dict(warmup=('x = self._limits[0] + 1',), body='    def configure(self):\n        return [s for s in range(4) if s < self._limits[0]]\n\n', init=('self._limits = (2,)',)),
+                 id='comprehension-filtered-by-an-attribute'),  # a comprehension filtered by another attribute
+    pytest.param(dict(warmup=('x = self._scales[0] + 1',), body='    def configure(self):\n        return [self._scales[0] * s for s in range(4)]\n\n', init=('self._scales = (2,)',)),
+                 id='comprehension-element-reads-an-attribute'),  # a comprehension whose element reads another attribute
+    pytest.param(dict(body='    def configure(self):\n        setattr(self, "topk_indices_buffer")\n\n'),
+                 id='two-argument-setattr-never-called'),  # setattr with two arguments in code never called
+    pytest.param(dict(body='    def configure(self):\n        self.register_buffer("_topk_copy", self.topk_indices_buffer, persistent=False)\n\n', init=('self.configure()',)),
+                 id='buffer-registered-under-another-name'),  # the buffer registered under another name no warmup reads
+    pytest.param(dict(top='import collections\n\n\n', warmup=('x = len(self._names[0]) + 1',), init=('self._names = ("q", "kv")', 'self._slots = collections.OrderedDict.fromkeys(self._names, self.topk_indices_buffer)')),
+                 id='dict-fromkeys-of-the-layers-names'),  # OrderedDict.fromkeys(names, buffer) builds a new dict
+    pytest.param(dict(warmup=('x = self._counts[0] + 1',), body="    def configure(self):\n        if self.topk_indices_buffer is None:\n            self._mode = len('swa')\n        self._counts = [len(self._sizes)]\n\n", init=('self._sizes = (64, 128)', 'self.configure()')),
+                 id='builtin-len-under-a-test-on-the-buffer'),  # len() called under a test on the buffer
+    pytest.param(dict(warmup=('x = self._counts[0] + 1',), body='    def configure(self):\n        max(self._buckets, key=len).append(self.topk_indices_buffer)\n        self._counts = [len(self._sizes)]\n\n', init=('self._sizes = (64, 128)', 'self._buckets = [[], []]', 'self.configure()')),
+                 id='max-with-a-builtin-key-appends-the-buffer'),  # max(lists, key=len).append(buffer), the warmup never reads them
+]
+
+
+@pytest.mark.parametrize("changes", NEVER_SAFE)
+def test_state_that_may_hand_the_warmup_a_missing_buffer_is_never_safe(stock, changes):
+    """The warmup may crash for lack of the buffer: never fixed or not affected."""
+    c = classify_source(fork(stock, **changes))
+    assert c.verdict not in (Verdict.FIXED, Verdict.NOT_AFFECTED), c.reason
+
+
+@pytest.mark.parametrize("changes", READS_FIXED)
+def test_bookkeeping_that_keeps_nothing_of_the_buffer_reads_fixed(stock, changes):
+    """Nothing of the buffer reaches the warmup: the fix is still recognised."""
+    c = classify_source(fork(stock, **changes))
+    assert c.verdict is Verdict.FIXED, c.reason
