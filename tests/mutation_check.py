@@ -728,6 +728,21 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
           "                        or isinstance(n.func.value, ast.Name) and n.func.value.id in self.from_imported)\n",
           "                        or False)\n")],
     ),
+    # The tenth held-out review of diagnose: the plugin's states, the remedy.
+    "diagnose-mixed-builds-unprotected": (
+        "processes patched on one build and fixed on another read unprotected",
+        [("diagnose.py", "    if len(covered) == len(model) and all(in_effect_in(p) for p in model):\n",
+          "    if False:\n")],
+    ),
+    "diagnose-own-fault-as-build": (
+        "the plugin's own failure reads as a build that cannot be patched",
+        [("diagnose.py", '    if any(s == "left-alone" and _ITS_OWN_FAULT.search(d) for p in crashed for s, d in p.plugin):\n',
+          "    if False:\n")],
+    ),
+    "diagnose-misjudged-build-install": (
+        "a crash where the plugin found the build not affected asks to install it",
+        [("diagnose.py", '    if states & {"patched", "not-affected", "fixed"}:\n', '    if "patched" in states:\n')],
+    ),
     "reader-engine-exit-no-death": (
         "an engine core that exited unexpectedly is no death",
         [("log_reader.py", 'died unexpectedly|exited unexpectedly|', 'died unexpectedly|')],

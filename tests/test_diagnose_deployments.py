@@ -614,3 +614,56 @@ def test_an_engine_core_that_exited_unexpectedly_is_a_different_crash(after):
     d = diagnosed(text(lines))
     assert (d.verdict, d.exit_code) == ("other-crash", 3), d.summary
     assert "exited unexpectedly" in d.summary, d.summary
+
+
+# --- a tenth review: the plugin's own states and the remedy ------------------------
+
+FIXED_HERE = ("vLLM 0.28.0 already has the fix for vllm-project/vllm#50615 (SWA-only layers warm "
+              "up without touching topk_indices_buffer): dspark-attn-plugin left it untouched and "
+              "is no longer needed here")
+NOT_AFFECTED_HERE = ("vLLM 0.26.0 is not affected by vllm-project/vllm#50615 (the warmup reserves "
+                     "no top-k workspace): dspark-attn-plugin left it untouched")
+
+
+def test_processes_patched_on_one_build_and_fixed_on_another_are_protected():
+    """Two nodes with different vLLM builds: the plugin patched one worker
+    and found the other's build fixed. Every process that runs the model
+    has it in effect: protected (it read exit 2, naming no process)."""
+    when = "12-06 10:00:00"
+    w0, w1 = "Worker_TP0 pid=455", "Worker_TP1 pid=456"
+    lines = api_start(when, 2) + loaded(w0, when, world="rank 0 in world size 2") + warmed(w0, when)
+    lines += [line for line in loaded(w1, when, patched=False, world=None)]
+    lines += [logged(w1, when, "instrumentation.py:165", FIXED_HERE),
+              logged(w1, when, "gpu_worker.py:298", "Available KV cache memory: 4.82 GiB")]
+    d = diagnosed(text(lines))
+    assert (d.verdict, d.exit_code) == ("protected", 0), d.summary
+    assert w0 in d.summary and w1 in d.summary, d.summary
+
+
+@pytest.mark.parametrize("warning", [
+    "dspark-attn-plugin could not register, vLLM's code is left as it is: ImportError('x')",
+    "dspark-attn-plugin failed on vllm.models.deepseek_v4.nvidia.flashmla.DeepseekV4FlashMLAAttention"
+    ".forward_mqa and left vLLM's code as it is: ModuleNotFoundError()",
+])
+def test_a_crash_where_the_plugin_itself_failed_asks_for_a_reinstall_not_another_build(warning):
+    """The plugin's own failure (its install, its code) is no build that
+    cannot be patched: the remedy says to reinstall it and verify."""
+    when = "12-06 10:00:00"
+    lines = api_start(when) + engine_start(when) + loaded(ENGINE, when, patched=False)
+    lines.append(logged(ENGINE, when, "instrumentation.py:62", warning, "WARNING"))
+    lines += traceback_50615(f"({ENGINE}) ERROR {when} [core.py:1010] ")
+    d = diagnosed(text(lines))
+    assert (d.verdict, d.exit_code) == ("crash-50615", 1), d.summary
+    assert "reinstall" in d.remedy and "cannot be patched" not in d.remedy, d.remedy
+
+
+def test_a_crash_where_the_plugin_found_the_build_not_affected_asks_for_a_report():
+    """The process that crashed logged the plugin's "not affected": the
+    plugin was in effect and judged wrong; installing it is no remedy."""
+    when = "12-06 10:00:00"
+    lines = api_start(when) + engine_start(when) + loaded(ENGINE, when, patched=False)
+    lines.append(logged(ENGINE, when, "instrumentation.py:172", NOT_AFFECTED_HERE))
+    lines += traceback_50615(f"({ENGINE}) ERROR {when} [core.py:1010] ")
+    d = diagnosed(text(lines))
+    assert (d.verdict, d.exit_code) == ("crash-50615", 1), d.summary
+    assert "report it" in d.remedy and "install dspark-attn-plugin" not in d.remedy, d.remedy

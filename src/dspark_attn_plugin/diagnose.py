@@ -57,6 +57,8 @@ _DEEPSEEK_V4_DRAFTERS = {"DSparkDraftModel"}
 _MAY_BE_CUT_FROM = ("DeepseekV4ForCausalLM", *_DEEPSEEK_V4_DRAFTERS)
 # The plugin's words for leaving DeepSeek-V4's attention alone once that
 # module is loaded (not at registration, nor when its patch is removed).
+# The plugin's words for its own failure (its install, its code), not the build's.
+_ITS_OWN_FAULT = re.compile(r"dspark-attn-plugin (?:could not register|failed on)")
 _JUDGED_ON_LOAD = re.compile(r"dspark-attn-plugin (?:cannot patch|does not recognise|failed on)")
 
 # What a process says when another one failed (the API server: "See root
@@ -139,9 +141,15 @@ def _remedy(log: Log, crashed: list[Process]) -> str:
     if "disabled" in states:
         return ("Remove DSPARK_ATTN_PLUGIN=off (or set it to auto) from the environment "
                 "of the processes that run vLLM.")
-    if "patched" in states:
-        return ("The plugin patched this process and the warmup still failed at the "
-                "assertion: run `dspark-attn-plugin verify` in the image and report it.")
+    if states & {"patched", "not-affected", "fixed"}:
+        # (not affected or fixed: its judgement of the build was wrong)
+        return ("The plugin was in effect in this process (it patched the build, or found "
+                "it not affected or fixed) and the warmup still failed at the assertion: run "
+                "`dspark-attn-plugin verify` in the image and report it.")
+    if any(s == "left-alone" and _ITS_OWN_FAULT.search(d) for p in crashed for s, d in p.plugin):
+        return ("The plugin itself failed in this process (see its WARNING: it could not "
+                "register, or failed on the target): reinstall it, run `dspark-attn-plugin "
+                "verify` in the image, and report it.")
     if "left-alone" in states:
         return ("The plugin left this build's code alone (see its WARNING): run "
                 "`dspark-attn-plugin status` in the image; the build cannot be patched.")
@@ -437,6 +445,16 @@ def _judge(log: Log) -> Diagnosis:
         return made("not-needed", EXIT_OK,
                     "Not needed: the plugin found this vLLM not affected or fixed in every "
                     "process that runs the model, and left it untouched.")
+    if len(covered) == len(model) and all(in_effect_in(p) for p in model):
+        # Builds that differ from node to node (one affected, one fixed).
+        patched = [p.label for p in model if "patched" in p.plugin_states()]
+        rest = [p.label for p in model if "patched" not in p.plugin_states()]
+        return made(
+            "protected", EXIT_OK,
+            f"Protected: the plugin is in effect in every process that runs the model: it "
+            f"patched {', '.join(patched)} and found vLLM not affected or fixed in "
+            f"{', '.join(rest)} (the processes run different vLLM builds).",
+        )
     uncovered = [p for p in model if p not in covered
                  or not p.plugin_states() & {"patched", "not-affected", "fixed"}]
     return made(
