@@ -728,6 +728,14 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
           "                        or isinstance(n.func.value, ast.Name) and n.func.value.id in self.from_imported)\n",
           "                        or False)\n")],
     ),
+    # A held-out reviewer's mutation of the classifier (2026-12-06) that no
+    # test killed until the fork it was shown on became one.
+    "R1-call-default-not-shared": (
+        "a default argument made by a call (OrderedDict()) is no object every call shares",
+        [("warmup_shape/statements.py",
+          "            if isinstance(n, (ast.List, ast.Dict, ast.Set, ast.Call, ast.ListComp, ast.DictComp,\n",
+          "            if isinstance(n, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp,\n")],
+    ),
     # The tenth held-out review of diagnose: the plugin's states, the remedy.
     "diagnose-mixed-builds-unprotected": (
         "processes patched on one build and fixed on another read unprotected",

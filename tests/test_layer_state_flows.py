@@ -81,6 +81,18 @@ NEVER_SAFE = [
                  id='from-imported-object-popped-by-the-buffer'),  # PENDING.pop() under a test on the buffer, PENDING from-imported
     pytest.param(dict(warmup=('assert not self._swa_mask.any()',), body='    def configure(self):\n        torch.fill_(self._swa_mask, self.topk_indices_buffer is None)\n\n', init=('self._swa_mask = torch.zeros(4, dtype=torch.bool)', 'self.configure()')),
                  id='torch-fill_-by-the-buffer'),  # torch.fill_(mask, buffer is None)
+    # A held-out reviewer's (2026-12-06): an object a default argument's call
+    # made, shared by every call, filled with the buffer and read back.
+    pytest.param(dict(top="from collections import OrderedDict\n\n\n",
+                      body="    def _topk_registry(self, _registry=OrderedDict()):\n        return _registry\n\n",
+                      init=('self._topk_registry()["topk"] = self.topk_indices_buffer',),
+                      warmup=('width = self._topk_registry()["topk"].shape[-1]',)),
+                 id='default-argument-made-by-a-call-keeps-the-buffer'),
+    pytest.param(dict(top="from collections import defaultdict\n\n\n"
+                          "def _shared_topk(_cache=defaultdict(list)):\n    return _cache\n\n\n",
+                      init=('_shared_topk()["topk"].append(self.topk_indices_buffer)',),
+                      warmup=('width = _shared_topk()["topk"][-1].shape[-1]',)),
+                 id='module-function-default-made-by-a-call-keeps-the-buffer'),
 ]
 
 READS_FIXED = [
