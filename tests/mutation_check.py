@@ -793,7 +793,7 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     ),
     "reader-rotated-files-two-sources": (
         "a rotated file of the same log is another source",
-        [("log_reader.py", '            name = _ROTATED.sub("", header.group("name").rsplit("/", 1)[-1])\n',
+        [("log_reader.py", '            name = _ROTATED.sub("", header.group("name"))\n',
           '            name = header.group("name")\n')],
     ),
     "exports-source-objects-ignored": (

@@ -192,6 +192,15 @@ def test_two_files_tailed_together_are_two_servers():
     assert "2 sources" in d.summary, d.summary
 
 
+def test_two_servers_logs_of_one_name_in_two_folders_are_two_servers():
+    """``tail -n +1 node-a/vllm.log node-b/vllm.log``: one file name, two
+    servers."""
+    lines = (["==> /logs/node-a/vllm.log <=="] + crash_50615_tp1("12-06 09:00:00")
+             + ["", "==> /logs/node-b/vllm.log <=="] + protected_tp1("12-06 10:00:00"))
+    d = diagnosed(text(lines))
+    assert (d.verdict, d.exit_code) == ("inconclusive", 2), d.summary
+
+
 def test_a_rotated_log_tailed_with_its_current_file_is_one_server():
     """Control: ``tail -n +1 vllm.log.1 vllm.log`` is one server's log,
     rotated: its last start is judged."""

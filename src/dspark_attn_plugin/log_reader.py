@@ -126,11 +126,11 @@ _DEATH = re.compile(
 # How a line ends beyond its text: the carriage return vLLM's formatter puts
 # at the end of each line but the last of a record, as it is, as rsyslog
 # escapes it (``#015``) and as ``cat -v`` or an editor shows it (``^M``).
+_LINE_END = re.compile(r"(?:\r|#015|\^M)+$")
 # ``tail``'s and ``head``'s header before each file's lines (``==> a.log <==``),
 # and what a rotated file's name ends with (``.1``, ``.2.gz``, ``-20261206``).
 _FILE_HEADER = re.compile(r"^==> (?P<name>.+) <==$")
 _ROTATED = re.compile(r"(?:\.\d{1,3}|\.gz|-\d{8}(?:\d{2,6})?)+$")
-_LINE_END = re.compile(r"(?:\r|#015|\^M)+$")
 _DEATH_NOT = re.compile(r"exit code: 0\b|exitcode=0\b|CUDA out of memory")
 # vLLM's head anywhere in the first characters of a line: what comes before
 # it is VLLM_LOGGING_PREFIX (vLLM puts it between the process prefix and the
@@ -693,8 +693,9 @@ class LogReader:
         stripped = text.lstrip()
         if text.startswith("==> ") and (header := _FILE_HEADER.match(text)) is not None:
             # The lines that follow are another file's (``tail a.log b.log``):
-            # another source, unless a rotated file of the same log. Bounded.
-            name = _ROTATED.sub("", header.group("name").rsplit("/", 1)[-1])
+            # another source, unless a rotated file of the same log (its
+            # path but the rotation's suffix). Bounded.
+            name = _ROTATED.sub("", header.group("name"))
             if name in self._files or len(self._files) < MAX_SOURCES:
                 self._file = name
                 self._source = self._files.setdefault(name, f"file{len(self._files)}")
@@ -924,7 +925,6 @@ class LogReader:
             )
             return True
         return False  # the traceback was cut off: this is an ordinary line
-
 
     def _not_read(self, proc: Process) -> None:
         """The traceback ``proc`` was reading, if it had its header, ends
