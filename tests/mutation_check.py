@@ -637,7 +637,7 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     ),
     "reader-one-run": (
         "a restarted server's starts are read as one run",
-        [("log_reader.py", "        if (api or engine) and self.log.started and (self._progressed() or other_api):\n", "        if False:\n")],
+        [("log_reader.py", "        if (api or engine) and (self.log.started or self._progressed()) and (\n", "        if False and (\n")],
     ),
     "reader-stop-ignored": (
         "errors after 'Shutting down' count as crashes",
@@ -735,6 +735,33 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         [("warmup_shape/statements.py",
           "            if isinstance(n, (ast.List, ast.Dict, ast.Set, ast.Call, ast.ListComp, ast.DictComp,\n",
           "            if isinstance(n, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp,\n")],
+    ),
+    # The eleventh held-out review of diagnose: Kubernetes, starts cut at
+    # their top, restarts that changed.
+    "reader-kubernetes-kill-no-death": (
+        "a container a probe killed, or that exited 137 in kubectl describe, did not die",
+        [("log_reader.py", '''    r"|failed (?:liveness|startup) probe"
+    r"|Exit Code: +(?!0\\b|130\\b|143\\b)\\d+|exitCode: (?!0\\b|130\\b|143\\b)\\d+"
+    r"|terminated with exit code (?!0\\b|130\\b|143\\b)\\d+"
+''', "")],
+    ),
+    "reader-cut-start-merged": (
+        "a start whose first lines were cut off merges with the next start",
+        [("log_reader.py", "        if (api or engine) and (self.log.started or self._progressed()) and (\n",
+          "        if (api or engine) and self.log.started and (\n")],
+    ),
+    "diagnose-changed-start-vouches": (
+        "an earlier start of another vLLM or layout stands for a cut start",
+        [("diagnose.py", "        if changed:\n", "        if False:\n")],
+    ),
+    "reader-logo-no-start": (
+        "vLLM 0.27's logo and 'vLLM server version' begin no start",
+        [("log_reader.py", '''              "vLLM server version", "\\u2588  version ")''', "              )")],
+    ),
+    "reader-engine-version-unread": (
+        "the engine's 'Initializing a V1 LLM engine (vX)' names no version",
+        [("log_reader.py", '''        if ("version" in stripped or "engine (v" in stripped) and''',
+          '''        if "version" in stripped and''')],
     ),
     # The tenth held-out review of diagnose: the plugin's states, the remedy.
     "diagnose-mixed-builds-unprotected": (

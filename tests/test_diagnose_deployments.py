@@ -667,3 +667,89 @@ def test_a_crash_where_the_plugin_found_the_build_not_affected_asks_for_a_report
     d = diagnosed(text(lines))
     assert (d.verdict, d.exit_code) == ("crash-50615", 1), d.summary
     assert "report it" in d.remedy and "install dspark-attn-plugin" not in d.remedy, d.remedy
+
+
+# --- an eleventh review: Kubernetes' kills, starts cut at their top, restarts that changed
+
+
+@pytest.mark.parametrize("kill, dies", [
+    (["    Last State:     Terminated", "      Reason:       Error", "      Exit Code:    137"], True),
+    (["    lastState:", "      terminated:", "        exitCode: 137", "        reason: Error"], True),
+    (["  Warning  Unhealthy  2m  kubelet  Liveness probe failed: Get \"http://10.0.0.5:8000/health\": "
+      "context deadline exceeded",
+      "  Normal   Killing    2m  kubelet  Container vllm failed liveness probe, will be restarted"], True),
+    (["  Normal   Killing    2m  kubelet  Container vllm failed startup probe, will be restarted"], True),
+    (["command terminated with exit code 137"], True),
+    (["    Last State:     Terminated", "      Reason:       Completed", "      Exit Code:    0"], False),
+    (["  Warning  Unhealthy  2m  kubelet  Readiness probe failed: connection refused"], False),
+], ids=["describe-137", "yaml-137", "liveness-kill", "startup-kill", "exec-137", "describe-0", "readiness"])
+def test_a_container_kubernetes_killed_is_a_process_that_died(kill, dies):
+    """``kubectl describe`` (or the pod's YAML) pasted below the log: a
+    container a probe killed, or that exited 137, died (it read protected,
+    exit 0); one that completed, or failed only its readiness probe, did
+    not."""
+    d = diagnosed(text(protected_tp1("12-06 10:00:00") + kill))
+    expected = ("other-crash", 3) if dies else ("protected", 0)
+    assert (d.verdict, d.exit_code) == expected, d.summary
+
+
+def test_a_start_whose_first_lines_were_cut_off_is_not_merged_with_the_next_start():
+    """``kubectl logs --previous --tail=N`` then the current start: the
+    first start's top is gone, so it never logged its start lines. The
+    next start (this one with the plugin switched off, cut while loading)
+    is a start of its own: the first start's protected warmup is no
+    verdict for it (it read protected, exit 0)."""
+    when = "12-06 10:00:00"
+    first = loaded(ENGINE, when, world=None) + warmed(ENGINE, when) + serving(when)
+    second = [f"INFO 12-06 10:20:00 [instrumentation.py:55] dspark-attn-plugin is disabled by "
+              "DSPARK_ATTN_PLUGIN=off; vLLM's code is left as it is"]
+    second += api_start("12-06 10:20:00")[1:]  # vLLM 0.27.1's logo, then its arguments; cut there
+    d = diagnosed(text(first + second))
+    assert d.exit_code == 2 and d.starts == 2, d.summary
+    # and an old pod's tail with its #50615 crash says nothing of a new pod's protected start
+    old = loaded(ENGINE, when, patched=False, world=None) + traceback_50615(
+        f"({ENGINE}) ERROR {when} [core.py:1010] ")
+    d = diagnosed(text(old + protected_tp1("12-06 10:20:00")[1:]))
+    assert (d.verdict, d.exit_code, d.starts) == ("protected", 0, 2), d.summary
+
+
+def test_an_earlier_start_of_another_vllm_or_another_layout_is_no_verdict_for_a_cut_start():
+    """A start on vLLM 0.26.0 (not affected) or at tensor parallel 1, then
+    a restart on vLLM 0.27.1 or at tensor parallel 2 cut while loading:
+    the earlier start's verdict says nothing of the processes of this one
+    (it read "Not needed" or protected, exit 0)."""
+    when, later = "12-06 10:00:00", "12-06 10:20:00"
+    not_affected = (api_start(when) + engine_start(when) + loaded(ENGINE, when, patched=False)
+                    + [logged(ENGINE, when, "instrumentation.py:172", NOT_AFFECTED_HERE)]
+                    + warmed(ENGINE, when) + serving(when))
+    cut = [line.replace("0.27.1", "0.27.1") for line in api_start(later, 2)]
+    cut.append(logged("EngineCore_DP0 pid=312", later, "core.py:97",
+                      "Initializing a V1 LLM engine (v0.27.1) with config: model='deepseek-ai/DeepSeek-V4-Flash', "
+                      "tensor_parallel_size=2, pipeline_parallel_size=1"))
+    cut += loaded("Worker_TP0 pid=455", later, world="rank 0 in world size 2")[:-1]  # still loading
+    d = diagnosed(text([line.replace("0.27.1", "0.26.0") for line in not_affected] + cut))
+    assert d.exit_code == 2 and d.starts == 2, d.summary
+    assert "that is no verdict for this start" in d.summary, d.summary
+    d = diagnosed(text(protected_tp1(when) + cut))
+    assert d.exit_code == 2 and d.starts == 2, d.summary
+    # control: the same vLLM and layout, cut while loading, patched so far
+    d = diagnosed(text(protected_tp1(when) + api_start(later) + engine_start(later)
+                       + loaded(ENGINE, later)[:-1]))
+    assert (d.verdict, d.exit_code) == ("protected", 0), d.summary
+
+
+def test_vllm_s_logo_begins_a_start_and_names_its_version():
+    """vLLM 0.27's API server logs its logo (``version 0.26.0`` on one of
+    its lines) or ``vLLM server version X, serving model Y`` before its
+    arguments: the start begins there, and a #50615 crash on 0.27.1 is no
+    verdict for a rollback to 0.26.0 cut while loading (it read exit 1)."""
+    when, later = "12-06 10:00:00", "12-06 10:20:00"
+    crash = (api_start(when)[1:] + engine_start(when) + loaded(ENGINE, when, patched=False)
+             + traceback_50615(f"({ENGINE}) ERROR {when} [core.py:1010] "))
+    for first in (logged(API, later, "api_server.py:624",
+                         " \u2584\u2584 \u2584\u2588 \u2588     \u2588     \u2588 \u2580\u2584\u2580 \u2588  version 0.26.0"),
+                  logged(API, later, "api_utils.py:325",
+                         "vLLM server version 0.26.0, serving model deepseek-ai/DeepSeek-V4-Flash")):
+        d = diagnosed(text(crash + [first] + api_start(later)[1:]))
+        assert (d.exit_code, d.starts) == (2, 2), d.summary
+        assert "0.26.0" in d.summary, d.summary

@@ -378,8 +378,10 @@ def test_one_source_whose_wrapper_holds_times_and_a_pid_is_one_server_restarted(
 
 
 def test_a_restart_cut_early_is_judged_by_the_start_before_it():
+    # (the same vLLM as the crash's start: another version's start says
+    # nothing of this one, test_diagnose_deployments)
     restart = [
-        "(APIServer pid=30) INFO 11-30 11:00:00 [api_server.py:1] vLLM API server version 0.27.1",
+        "(APIServer pid=30) INFO 11-30 11:00:00 [api_server.py:1] vLLM API server version 0.26.0",
         "(APIServer pid=30) INFO 11-30 11:00:00 [utils.py:1] non-default args: {'model': '/tmp/x/model'}",
     ]
     d = judged((CRASH.read_text() + "\n".join(restart) + "\n").encode())

@@ -236,7 +236,7 @@ def _latest(log: Log) -> Diagnosis:
     d = _judge(log)
     previous = log.previous
     if not d.reached and not d.ended and d.verdict == "inconclusive" and previous is not None:
-        start, from_line, earlier, its_model = previous
+        start, from_line, earlier, its_model, its_log = previous
         if earlier.verdict == "not-applicable" or (its_model is False and _deepseek_v4(log)):
             # Another model's start says nothing of this one's warmup.
             d.summary = (f"{d.summary} Start {start} before it (from line {from_line:,}) ran "
@@ -247,6 +247,13 @@ def _latest(log: Log) -> Diagnosis:
             d.summary = (f"{d.summary} Start {start} before it (from line {from_line:,}) came "
                          "to the #50615 crash with the plugin not in effect; this start shows "
                          "it in effect, so that is no verdict for it.")
+            return d
+        changed = _what_changed(its_log, log)
+        if changed:
+            # Another vLLM, or another parallel layout: that start's
+            # verdict says nothing of this one's processes.
+            d.summary = (f"{d.summary} Start {start} before it (from line {from_line:,}) ran "
+                         f"{changed}: that is no verdict for this start.")
             return d
         if earlier.exit_code == EXIT_OK and not _plugin_in_effect_so_far(log):
             # An earlier start was protected, but this one shows no plugin in
@@ -263,6 +270,19 @@ def _latest(log: Log) -> Diagnosis:
             lines_read=d.lines_read, starts=d.starts, earlier=d.earlier, notes=d.notes,
         )
     return d
+
+
+def _what_changed(before: Log, now: Log) -> str:
+    """What differs between an earlier start and a later one that both
+    name it: the vLLM version, or the ranks the model runs on ("" if
+    nothing shown differs)."""
+    if before.versions and now.versions and not before.versions & now.versions:
+        return (f"vLLM {', '.join(sorted(before.versions))}, this one "
+                f"{', '.join(sorted(now.versions))}")
+    ranks = [max(log.world_size, log.parallel_ranks) for log in (before, now)]
+    if all(ranks) and ranks[0] != ranks[1]:
+        return f"the model on {ranks[0]} ranks, this one on {ranks[1]}"
+    return ""
 
 
 def _plugin_in_effect_so_far(log: Log) -> bool:
@@ -520,7 +540,7 @@ def read_paths(paths: list[str], stdin=None) -> Log:
         entry = {"start": count[0], "from_line": run.first_line, "verdict": d.verdict,
                  "exit_code": d.exit_code, "summary": d.summary}
         if d.reached and d.verdict in CONCLUSIVE_EARLIER + ("inconclusive",):
-            previous[0] = (count[0], run.first_line, d, _deepseek_v4(run))
+            previous[0] = (count[0], run.first_line, d, _deepseek_v4(run), run)
         earlier.append(entry)
         if len(earlier) > MAX_EARLIER:
             del earlier[MAX_EARLIER // 2]  # keep the first and the latest

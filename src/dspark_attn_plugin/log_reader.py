@@ -72,12 +72,17 @@ _JSON_TEXT = ("message", "msg", "log", "line", "text", "MESSAGE")
 _JSON_TRACE = ("exc_info", "exc_text", "exception", "stack_trace", "traceback", "stack")
 # A new start of the server (the API server's, or an offline engine's where
 # the log has no API server), and the line after which one is expected.
-_API_START = ("vLLM API server version", "non-default args:")
+_API_START = ("vLLM API server version", "non-default args:",
+              # vLLM 0.27's, before its arguments: its logo's version line, or without the logo
+              "vLLM server version", "\u2588  version ")
 _ENGINE_START = ("Initializing a V1 LLM engine", "Initializing an LLM engine")
 _RUN_END = re.compile(r"exited with code \d+|Main process exited, code=")
 # What a process logs once in a start of the server.
 _ONCE_A_START = ("vLLM API server version",) + _ENGINE_START
 _WORLD = re.compile(r"\brank \d+ in world size (\d+)\b")
+# The vLLM version a start runs: its API server's, its engine's.
+_VERSION = re.compile(r"(?:vLLM (?:API )?server version |Initializing a V1 LLM engine \(v|\u2588  version )"
+                      r"(?P<v>[\w.+-]+)")
 # The engine's configuration (``tensor_parallel_size=2``) or the API
 # server's arguments (``'tensor_parallel_size': 2``): each rank of these is
 # a process that runs the model.
@@ -122,6 +127,12 @@ _DEATH = re.compile(
     r"|exited: \S+ \((?:exit status \d+|terminated by \w+); not expected\)|entered FATAL state"
     r"|srun: error: .*: tasks? [\d,-]+: (?:Exited with exit code [1-9]|Killed|Segmentation fault|Aborted)"
     r"|Force Terminated StepId|exitcode: -?[1-9]\d*"
+    # Kubernetes': a probe that kills the container, and the container's
+    # exit as ``kubectl describe`` and the pod's YAML show it (not 0, nor
+    # SIGINT's or SIGTERM's), ``kubectl exec``'s
+    r"|failed (?:liveness|startup) probe"
+    r"|Exit Code: +(?!0\b|130\b|143\b)\d+|exitCode: (?!0\b|130\b|143\b)\d+"
+    r"|terminated with exit code (?!0\b|130\b|143\b)\d+"
 )
 # How a line ends beyond its text: the carriage return vLLM's formatter puts
 # at the end of each line but the last of a record, as it is, as rsyslog
@@ -375,7 +386,7 @@ class Log:
     total_lines: int = 0
     runs: int = 1
     earlier: list = field(default_factory=list)
-    previous: tuple | None = None  # (start, its first line, its Diagnosis, DeepSeek-V4 or not)
+    previous: tuple | None = None  # (start, its first line, its Diagnosis, DeepSeek-V4 or not, its Log)
     notes: list = field(default_factory=list)  # what reading the input took
     newest_first: int = 0  # > 0: the input reads newest first (the evidence's count)
     interleaved_sources: int = 0  # > 0: that many sources' lines take turns
@@ -385,6 +396,8 @@ class Log:
     # The engine's tensor_parallel_size x pipeline_parallel_size: as many
     # processes run the model (of one data parallel rank).
     parallel_ranks: int = 0
+    # The vLLM versions the start names (its start lines, the plugin's): at most 8.
+    versions: set[str] = field(default_factory=set)
     # The first traceback whose lines could not be read as Python prints
     # them (a header, then no frame and exception): (this run's count, line
     # of the input, the process).
@@ -497,7 +510,10 @@ class LogReader:
         if api and self._line_source is not None and len(self._started_sources) < MAX_SOURCES:
             self._started_sources.add(self._line_source)
         other_api = api and pid is not None and self._api_pid not in (None, pid)
-        if (api or engine) and self.log.started and (self._progressed() or other_api):
+        # (a run that got somewhere is one, whether or not the log holds its
+        # first lines: ``kubectl logs --previous --tail``, ``--since``)
+        if (api or engine) and (self.log.started or self._progressed()) and (
+                self._progressed() or other_api):
             self._new_run()
         elif self._restart and vllm_line:
             self._new_run()
@@ -805,6 +821,8 @@ class LogReader:
             self.log.no_drafter = True
         if "world size" in stripped and (world := _WORLD.search(stripped)):
             self.log.world_size = max(self.log.world_size, int(world.group(1)))
+        if ("version" in stripped or "engine (v" in stripped) and (version := _VERSION.search(stripped)):
+            self._version(version.group("v"))
         if "_parallel_size" in stripped:
             sizes = dict(m.groups() for m in _PARALLEL.finditer(stripped))
             if sizes:
@@ -863,6 +881,7 @@ class LogReader:
             return
         if state in ("patched", "not-affected", "fixed"):
             proc.in_effect_for = max(proc.in_effect_for, self._repeats or 1)
+            self._version(detail)
         proc.plugin.append((state, detail))
         if unprefixed:
             self._pending.append((proc, state, detail))
@@ -925,6 +944,10 @@ class LogReader:
             )
             return True
         return False  # the traceback was cut off: this is an ordinary line
+
+    def _version(self, version: str) -> None:
+        if len(self.log.versions) < 8:
+            self.log.versions.add(version)
 
     def _not_read(self, proc: Process) -> None:
         """The traceback ``proc`` was reading, if it had its header, ends
