@@ -264,6 +264,7 @@ _STRICT = "def _strict(self, *args):\n    return self.topk_indices_buffer.shape[
 
 
 FOREIGN_FORWARD_CONTEXT = "vllm.dspark_fuzz_forward_context"
+FUZZ_STATE = "vllm.dspark_fuzz_state"
 
 
 def _foreign_forward_context():
@@ -281,6 +282,9 @@ def _foreign_forward_context():
     module = types.ModuleType(FOREIGN_FORWARD_CONTEXT)
     module.get_forward_context = get_forward_context
     sys.modules.setdefault(FOREIGN_FORWARD_CONTEXT, module)
+    state = types.ModuleType(FUZZ_STATE)  # a set another module owns
+    state.FLAGS = set()
+    sys.modules.setdefault(FUZZ_STATE, state)
 
 
 @dataclass(frozen=True)
@@ -403,6 +407,26 @@ MODULE_SHAPES = {
     # A special module name bound second in a chained assignment.
     "chained-special-name": ModuleShape(
         top="def _lookup(name):\n    raise AttributeError(name)\n\n\n_g = __getattr__ = _lookup\n\n\n"),
+    # torch's in-place function, a method of a from-imported object and a
+    # default argument made by a call, each in a method the warmup calls
+    # and each changing what the warmup reads back by the buffer. (The
+    # classifier once read these safe when ``__init__`` did the same; the
+    # fuzz's layers are built without ``__init__``, so those forks are
+    # tests of test_layer_state_flows.py; here the warmup does it.)
+    "torch-fill-by-the-buffer": ModuleShape(
+        body="    def _configure(self):\n        torch.fill_(self._swa_mask, self.topk_indices_buffer is None)\n\n",
+        warmup=("self._swa_mask = torch.zeros(4, dtype=torch.bool)", "self._configure()",
+                "assert not self._swa_mask.any()")),
+    "from-imported-object-changed-by-the-buffer": ModuleShape(
+        top=f"from {FUZZ_STATE} import FLAGS\n\n\n",
+        body="    def _configure(self):\n        if self.topk_indices_buffer is None:\n"
+             "            FLAGS.add('swa')\n        else:\n            FLAGS.discard('swa')\n\n",
+        warmup=("self._configure()", "x = 1 // ('swa' not in FLAGS)")),
+    "default-made-by-a-call-keeps-the-buffer": ModuleShape(
+        top="from collections import OrderedDict\n\n\n",
+        body="    def _registry(self, _kept=OrderedDict()):\n        return _kept\n\n"
+             "    def _configure(self):\n        self._registry()['topk'] = self.topk_indices_buffer\n\n",
+        warmup=("self._configure()", "x = self._registry()['topk'].shape[-1]")),
 }
 
 

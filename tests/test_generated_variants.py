@@ -49,3 +49,17 @@ def test_get_forward_context_from_a_fork_module_around_the_fixed_branch_crashes_
     obs = gen.observe(variant, source, tmp_path, synthetic)
     assert obs.lacks_buffer(obs.runs) == ["swa0", "swa1"]
     assert (obs.verdict, obs.status_verdict, obs.runtime_patched) == ("unknown", "unknown", False)
+
+
+@pytest.mark.parametrize("module", ["torch-fill-by-the-buffer",
+                                    "from-imported-object-changed-by-the-buffer",
+                                    "default-made-by-a-call-keeps-the-buffer"])
+def test_state_the_buffer_changes_in_a_method_the_warmup_calls_crashes_and_reads_unknown(
+        module, flashmla, cpu_workspace, tmp_path):
+    """Around upstream's fixed branch, each of these shapes fails the
+    SWA-only layers' warmup without the buffer, and none is read safe."""
+    source = flashmla.__loader__.get_source(flashmla.__name__)
+    variant = gen.Variant("0.28.0-shape", "prefix", (), False, (), module)
+    obs = gen.observe(variant, source, tmp_path, synthetic)
+    assert obs.lacks_buffer(obs.runs) == ["swa0", "swa1"]
+    assert (obs.verdict, obs.status_verdict, obs.runtime_patched) == ("unknown", "unknown", False)
