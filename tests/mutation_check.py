@@ -780,7 +780,20 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     ),
     "reader-engine-exit-no-death": (
         "an engine core that exited unexpectedly is no death",
-        [("log_reader.py", 'died unexpectedly|exited unexpectedly|', 'died unexpectedly|')],
+        [("log_reader.py", '(?:died|exited|exits) unexpectedly|', 'died unexpectedly|')],
+    ),
+    # The twelfth held-out review of diagnose: deaths in Ray clusters,
+    # multi-node data parallel and pods.
+    "reader-ray-death-no-death": (
+        "a node Ray marked dead, a worker the raylet killed, a ray job that failed: no death",
+        [("log_reader.py", '''    r"|has been marked dead|died or was killed|killed due to"
+    r"|failed with exit code (?!0\\b)-?\\d+|found [1-9]\\d* exited DP Servers"
+''', "")],
+    ),
+    "reader-pod-crash-loop-no-death": (
+        "a pod in a crash loop or on a node not ready: no death",
+        [("log_reader.py", '''    r"|\\bCrashLoopBackOff\\b|Back-off restarting failed container|\\bNodeNotReady\\b"
+''', "")],
     ),
     "reader-escaped-cr-kept": (
         "rsyslog's #015 and cat -v's ^M stay on the frame's function",

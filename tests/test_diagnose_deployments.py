@@ -753,3 +753,78 @@ def test_vllm_s_logo_begins_a_start_and_names_its_version():
         d = diagnosed(text(crash + [first] + api_start(later)[1:]))
         assert (d.exit_code, d.starts) == (2, 2), d.summary
         assert "0.26.0" in d.summary, d.summary
+
+
+# --- a twelfth review: deaths in Ray clusters, multi-node data parallel, pods ------
+
+
+_STOP_AFTER = [logged(API, "12-06 10:41:25", "launcher.py:112", "[shutdown] API server: shutdown triggered"),
+               logged(ENGINE, "12-06 10:41:25", "core.py:1333",
+                      "[shutdown] EngineCore: trigger received signal=SIGTERM"),
+               f"({API}) INFO:     Shutting down"]
+
+
+@pytest.mark.parametrize("death", [
+    f"({ENGINE}) 2026-12-06 10:41:05,774\tWARNING worker.py:2081 -- The node with node id: 9426f4 and "
+    "address: 10.0.0.2 and node name: 10.0.0.2 has been marked dead because the detector has missed "
+    "too many heartbeats from it.",
+    f"({ENGINE}) (raylet, ip=10.0.0.2) A worker died or was killed while executing a task by an "
+    "unexpected system error. Worker PID: 1877 Worker exit type: SYSTEM_ERROR Worker exit detail: "
+    "Worker exits unexpectedly. Worker exits with an exit code None.",
+    f"({ENGINE}) (raylet, ip=10.0.0.2) Worker exit detail: Task was killed due to the node running low "
+    "on memory.",
+    f"({ENGINE}) (raylet, ip=10.0.0.2) [2026-12-06 10:36:12,041 E 118 118] (raylet) node_manager.cc:3193: "
+    "1 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers crashed due to other "
+    "reasons at node 9426f4",
+    "Status message: Job entrypoint command failed with exit code -9, last available logs (truncated "
+    "to 20,000 chars):",
+    "Status message: Job entrypoint command failed with exit code 137",
+    "(DPSupervisor pid=1) INFO 12-06 10:14:00 [dp_supervisor.py:485] DPSupervisor found 1 exited DP Servers.",
+    "vllm-ds-0-1  0/1     CrashLoopBackOff   3 (42s ago)   31m",
+    "2m40s       Warning   BackOff        pod/vllm-ds-0-1   Back-off restarting failed container vllm "
+    "in pod vllm-ds-0-1_default(7c1e2f3a)",
+    "3m12s       Warning   NodeNotReady   pod/vllm-ds-0-1   Node is not ready",
+], ids=["ray-node-dead", "raylet-worker-died", "raylet-low-memory", "raylet-oom", "ray-job-minus-9",
+        "ray-job-137", "dp-supervisor", "crash-loop", "back-off", "node-not-ready"])
+@pytest.mark.parametrize("then", ["log-ends", "a-stop-follows"])
+def test_a_death_as_ray_kubernetes_or_the_dp_supervisor_write_it_is_a_crash(death, then):
+    """A node Ray marked dead, a worker the raylet saw die or killed for
+    memory, a ``ray job`` whose entrypoint failed, a data-parallel API
+    server the supervisor found exited, a pod in a crash loop or on a node
+    not ready: a process of the server died (it read protected, exit 0),
+    whether the log ends there or a stop (the group restart, the
+    supervisor's SIGTERM) follows."""
+    d = diagnosed(text(protected_tp1("12-06 10:00:00") + [death] + (_STOP_AFTER if then != "log-ends" else [])))
+    assert (d.verdict, d.exit_code) == ("other-crash", 3), d.summary
+
+
+@pytest.mark.parametrize("line", [
+    logged(ENGINE, "12-06 10:30:00", "base_worker.py:2569",
+           "Evicted stale remote engine 3f2a (inactive for 61.0s)."),
+    "(DPSupervisor pid=1) INFO 12-06 10:14:00 [dp_supervisor.py:485] DPSupervisor found 0 exited DP Servers.",
+    "Status message: Job entrypoint command failed with exit code 0",
+    "vllm-ds-0-1  1/1     Running   0   31m",
+])
+def test_what_the_new_death_lines_must_not_take(line):
+    """vLLM's NIXL connector evicting a stale remote engine, a supervisor
+    that found none exited, a pod running: no death."""
+    d = diagnosed(text(protected_tp1("12-06 10:00:00") + [line]))
+    assert (d.verdict, d.exit_code) == ("protected", 0), d.summary
+
+
+@pytest.mark.parametrize("state", ["patched", "fixed"])
+def test_a_deployment_of_more_than_256_ranks_reads_as_a_small_one(state):
+    """320 workers (forty nodes of eight), each with the plugin in effect:
+    protected, or not needed where each found the build fixed, as it reads
+    for two."""
+    when, world = "12-06 10:00:00", 320
+    lines = api_start(when, world)
+    for r in range(world):
+        w = f"Worker_TP{r} pid={1000 + r}"
+        lines += loaded(w, when, patched=state == "patched", world=f"rank {r} in world size {world}")
+        if state == "fixed":
+            lines.append(logged(w, when, "instrumentation.py:165", FIXED_HERE))
+        lines.append(logged(w, when, "gpu_worker.py:298", "Available KV cache memory: 4.82 GiB"))
+    d = diagnosed(text(lines))
+    expected = ("protected", 0) if state == "patched" else ("not-needed", 0)
+    assert (d.verdict, d.exit_code) == expected, d.summary

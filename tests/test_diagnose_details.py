@@ -156,6 +156,8 @@ def test_a_newest_first_log_of_two_starts_counts_every_line_read():
     d = diagnosed("".join(reversed(lines)))
     assert d.exit_code == 2 and "reads newest first" in d.summary
     assert diagnose.render(d).splitlines()[-1] == "(18 lines read; exit 2)"
+    # `--json` tells a script that no start was read as reaching its warmup.
+    assert d.to_dict()["reached"] is False
 
 
 # --- files ------------------------------------------------------------------------

@@ -110,7 +110,7 @@ _CANCELLED = "CancelledError"
 # Lines that say a process died: vLLM shuts down because of it, which is a
 # crash, not a stop (what died and how is kept).
 _DEATH = re.compile(
-    r"died unexpectedly|exited unexpectedly|exit code: -?\d+|exitcode=-?\d+|\bSIGKILL\b|\bSIGSEGV\b|\bSIGABRT\b"
+    r"(?:died|exited|exits) unexpectedly|exit code: -?\d+|exitcode=-?\d+|\bSIGKILL\b|\bSIGSEGV\b|\bSIGABRT\b"
     r"|[Oo]ut of memory|\bOOM[ -]?kill|oom-kill|Killed process|\bOOMKilled\b"
     r"|terminated by signal|core dumped|Failed core proc\(s\): \{[^}]*: -\d+"
     # docker (compose)'s container that ended, systemd's service that was
@@ -133,6 +133,15 @@ _DEATH = re.compile(
     r"|failed (?:liveness|startup) probe"
     r"|Exit Code: +(?!0\b|130\b|143\b)\d+|exitCode: (?!0\b|130\b|143\b)\d+"
     r"|terminated with exit code (?!0\b|130\b|143\b)\d+"
+    # a pod that keeps failing or was evicted, as ``kubectl get pods``,
+    # ``describe`` and the events show it; a node that stopped answering
+    r"|\bCrashLoopBackOff\b|Back-off restarting failed container|\bNodeNotReady\b"
+    r"|The node was low on resource|Reason: +Evicted\b|\bWarning +Evicted\b|\d+/\d+ +Evicted\b"
+    # Ray's: a node lost, a worker that died or that its memory monitor
+    # killed, a job whose entrypoint failed; vLLM's supervisor of
+    # data-parallel API servers that found one gone
+    r"|has been marked dead|died or was killed|killed due to"
+    r"|failed with exit code (?!0\b)-?\d+|found [1-9]\d* exited DP Servers"
 )
 # How a line ends beyond its text: the carriage return vLLM's formatter puts
 # at the end of each line but the last of a record, as it is, as rsyslog
