@@ -223,6 +223,13 @@ def test_another_model_s_crash_is_no_verdict_for_a_deepseek_v4_start_cut_before_
     d = diagnosed(text(lines))
     assert (d.verdict, d.exit_code, d.starts) == ("inconclusive", 2, 2), d.summary
     assert "ran another model" in d.summary, d.summary
+    # The same crash from a start that names no model (its architecture
+    # lines cut off): the log cannot say it was another model, so that
+    # start's crash stands for the cut one.
+    unnamed = [line for line in qwen if "Resolved architecture" not in line]
+    d = diagnosed(text(unnamed + api_start("12-01 02:28:10") + engine_start("12-01 02:28:21")
+                       + loaded(ENGINE, "12-01 02:28:35")))
+    assert (d.verdict, d.exit_code, d.starts) == ("other-crash", 3, 2), d.summary
 
 
 # --- who is in the log ---------------------------------------------------------------

@@ -93,6 +93,12 @@ NEVER_SAFE = [
                       init=('_shared_topk()["topk"].append(self.topk_indices_buffer)',),
                       warmup=('width = _shared_topk()["topk"][-1].shape[-1]',)),
                  id='module-function-default-made-by-a-call-keeps-the-buffer'),
+    # A static method's first parameter takes the first argument (no self):
+    # the buffer handed second is the one kept.
+    pytest.param(dict(body='    @staticmethod\n    def _keep(store, value):\n        store.append(value)\n\n',
+                      init=('self._kept = []', 'self._keep(self._kept, self.topk_indices_buffer)'),
+                      warmup=('x = self._kept[-1].shape[-1]',)),
+                 id='static-method-handed-a-list-and-the-buffer'),
 ]
 
 READS_FIXED = [
