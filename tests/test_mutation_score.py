@@ -496,3 +496,21 @@ def test_a_dotted_exception_in_a_tuple_is_mutated_not_a_crash():
     assert "except (csv.Error, CosmicRayTestingException):" in made[1]
     assert "except csvCosmicRayTestingExceptionError:" in made[2]  # as Cosmic Ray makes it
     assert made[3] is None
+
+
+def test_tests_that_killed_the_module_s_mutants_before_run_first():
+    """The ledger's killers first, the most killing first; the rest keep
+    their order (fastest first); survivors and other outcomes count for
+    nothing."""
+    tests = ["t.py::fast", "t.py::mid", "t.py::killer[a - b]", "t.py::slow", "t.py::big"]
+    records = {
+        "1": {"outcome": "killed", "first_failure": "FAILED t.py::slow - AssertionError: x"},
+        "2": {"outcome": "killed", "first_failure": "FAILED t.py::big - AssertionError"},
+        "3": {"outcome": "killed", "first_failure": "FAILED t.py::big"},
+        "4": {"outcome": "survived", "first_failure": None},
+        "5": {"outcome": "timed out", "first_failure": "FAILED t.py::mid - Timeout"},
+        "6": {"outcome": "killed", "first_failure": "ERROR t.py::fast - setup"},
+    }
+    assert ms.killers_first(tests, records) == [
+        "t.py::big", "t.py::slow", "t.py::fast", "t.py::mid", "t.py::killer[a - b]"]
+    assert ms.killers_first(tests, {}) == tests
