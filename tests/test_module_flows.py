@@ -306,6 +306,15 @@ CRASHING = {
         "assert self._ok",
         "def _fill(self, _):\n    with self._q:\n        raise LookupError\n    self._ok = False\n",
         _STEERED),
+    "a-manager-a-method-picks-by-the-buffer": (
+        "self._ok = True\ntry:\n    self._fill(0)\nexcept LookupError:\n    pass",
+        "assert self._ok",
+        "def _fill(self, _):\n    with self._pick():\n        raise LookupError\n    self._ok = False\n\n"
+        "def _pick(self):\n    return _Swallow() if self.topk_indices_buffer is None else _Pass()\n",
+        "class _Swallow:\n    def __enter__(self):\n        return self\n\n"
+        "    def __exit__(self, *exc):\n        return True\n\n\n"
+        "class _Pass:\n    def __enter__(self):\n        return self\n\n"
+        "    def __exit__(self, *exc):\n        return False\n"),
     "a-local-def-rebound-to-a-method-that-raises-by-the-buffer": (
         "def g(_):\n    return None\ng = self._check\nself._ok = True\n"
         "try:\n    g(0)\nexcept LookupError:\n    self._ok = False",
