@@ -230,6 +230,12 @@ def test_another_model_s_crash_is_no_verdict_for_a_deepseek_v4_start_cut_before_
     d = diagnosed(text(unnamed + api_start("12-01 02:28:10") + engine_start("12-01 02:28:21")
                        + loaded(ENGINE, "12-01 02:28:35")))
     assert (d.verdict, d.exit_code, d.starts) == ("other-crash", 3, 2), d.summary
+    # A DeepSeek-V4 start without the plugin (no line of it), cut before its
+    # warmup: its architecture alone says it is another model than Qwen3's.
+    d = diagnosed(text(qwen + api_start("12-01 02:28:10") + engine_start("12-01 02:28:21")
+                       + loaded(ENGINE, "12-01 02:28:35", patched=False)))
+    assert (d.verdict, d.exit_code, d.starts) == ("inconclusive", 2, 2), d.summary
+    assert "ran another model" in d.summary, d.summary
 
 
 # --- who is in the log ---------------------------------------------------------------

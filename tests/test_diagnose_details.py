@@ -322,6 +322,16 @@ def test_only_the_50615_crash_quotes_a_failing_statement():
     assert not any("the failing statement" in x for x in diagnose.render(near).splitlines())
 
 
+def test_a_50615_traceback_cut_before_profile_run_says_why_it_is_only_probable():
+    """The assertion read, but not the frames under it: the user is told
+    the traceback is cut and to run diagnose on the whole log."""
+    cut = crash_traceback("(EngineCore pid=200) ERROR 12-03 10:00:11 [core.py:1]").splitlines(
+        keepends=True)
+    d = diagnosed(api_start() + cut[0] + "".join(cut[3:]))
+    assert d.summary.endswith("but the traceback is cut before it shows profile_run (a log cut "
+                              "by --tail or --since?): run diagnose on the whole log."), d.summary
+
+
 def test_a_cut_50615_traceback_before_a_stop_has_no_stop_note():
     cut = crash_traceback("(EngineCore pid=200) ERROR 12-03 10:00:11 [core.py:1]").splitlines(
         keepends=True)
