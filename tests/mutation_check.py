@@ -782,6 +782,18 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         "an engine core that exited unexpectedly is no death",
         [("log_reader.py", '(?:died|exited|exits) unexpectedly|', 'died unexpectedly|')],
     ),
+    # The mutation tool's aliases.py survivors (2026-12-06 late evening):
+    # torch's in-place function called by the name a from-import binds.
+    "walk-from-imported-in-place-ignored": (
+        "fill_(x, v) after `from torch import fill_` leaves x as it was",
+        [("warmup_shape/aliases.py", "            self.took_in(args[0])  # fill_(x, v) after ``from torch import fill_``\n",
+          "            pass\n")],
+    ),
+    "walk-from-imported-view-ignored": (
+        "narrow(x, ...) after `from torch import narrow` is no view of x",
+        [("warmup_shape/aliases.py", "                    todo.append((n.args[0], None))  # narrow(x, ...) after ``from torch import narrow``\n",
+          "                    pass\n")],
+    ),
     # The twelfth held-out review of diagnose: deaths in Ray clusters,
     # multi-node data parallel and pods.
     "reader-ray-death-no-death": (

@@ -486,6 +486,9 @@ def test_a_traceback_wrapped_by_a_terminal_is_maybe_50615_not_another_crash():
     d = diagnosed(text(lines))
     assert (d.verdict, d.exit_code) == ("inconclusive", 2), d.summary
     assert d.summary.startswith("Probably vllm-project/vllm#50615"), d.summary
+    # Another exception from the same wrapped process is no #50615.
+    d = diagnosed(text(lines[:-1] + [f"({ENGINE}) RuntimeError: CUDA error: an illegal memory access"]))
+    assert not d.summary.startswith("Probably vllm-project/vllm#50615"), d.summary
 
 
 def test_ray_s_notice_after_its_first_folded_line_keeps_the_count():
@@ -825,19 +828,39 @@ def test_what_the_new_death_lines_must_not_take(line):
     assert (d.verdict, d.exit_code) == ("protected", 0), d.summary
 
 
-@pytest.mark.parametrize("state", ["patched", "fixed"])
+@pytest.mark.parametrize("state", ["patched", "fixed", "mixed"])
 def test_a_deployment_of_more_than_256_ranks_reads_as_a_small_one(state):
     """320 workers (forty nodes of eight), each with the plugin in effect:
-    protected, or not needed where each found the build fixed, as it reads
-    for two."""
+    protected (also where half the nodes run a fixed build), or not needed
+    where each found the build fixed, as it reads for two."""
     when, world = "12-06 10:00:00", 320
     lines = api_start(when, world)
     for r in range(world):
         w = f"Worker_TP{r} pid={1000 + r}"
-        lines += loaded(w, when, patched=state == "patched", world=f"rank {r} in world size {world}")
-        if state == "fixed":
+        patched = state == "patched" or (state == "mixed" and r % 2 == 0)
+        lines += loaded(w, when, patched=patched, world=f"rank {r} in world size {world}")
+        if not patched:
             lines.append(logged(w, when, "instrumentation.py:165", FIXED_HERE))
         lines.append(logged(w, when, "gpu_worker.py:298", "Available KV cache memory: 4.82 GiB"))
     d = diagnosed(text(lines))
-    expected = ("protected", 0) if state == "patched" else ("not-needed", 0)
+    expected = ("not-needed", 0) if state == "fixed" else ("protected", 0)
     assert (d.verdict, d.exit_code) == expected, d.summary
+
+
+def test_a_restart_on_the_same_320_ranks_cut_before_its_warmup_takes_the_start_before():
+    """A protected start of 320 workers, then a restart on the same layout
+    with the plugin patched so far, cut while it loads: the start before
+    stands for it, as for two ranks (the layouts are the same, not
+    "changed")."""
+    when, world = "12-06 10:00:00", 320
+    lines = api_start(when, world)
+    for r in range(world):
+        w = f"Worker_TP{r} pid={1000 + r}"
+        lines += loaded(w, when, world=f"rank {r} in world size {world}")
+        lines.append(logged(w, when, "gpu_worker.py:298", "Available KV cache memory: 4.82 GiB"))
+    lines += [f"({API}) INFO:     Shutting down"]
+    lines += api_start("12-06 11:00:00", world) + loaded("Worker_TP0 pid=5000", "12-06 11:00:30",
+                                                        world=f"rank 0 in world size {world}")
+    d = diagnosed(text(lines))
+    assert (d.verdict, d.exit_code, d.starts) == ("protected", 0, 2), d.summary
+    assert "this one on" not in d.summary, d.summary

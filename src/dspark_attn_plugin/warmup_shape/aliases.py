@@ -256,6 +256,15 @@ class _Flow:
         self.from_imported = {(a.asname or a.name) for stmt in tree.body
                               if isinstance(stmt, ast.ImportFrom) for a in stmt.names}
         self.kept = self.data_names | self.from_imported | self.classes
+        # Names ``from ... import`` binds to an in-place function by its
+        # own name (``from torch import fill_``, ``constant_ as fill``).
+        self.in_place_imports = {(a.asname or a.name) for stmt in tree.body
+                                 if isinstance(stmt, ast.ImportFrom) for a in stmt.names
+                                 if a.name.endswith("_") and not a.name.endswith("__")}
+        # ... and to a function that returns a view (``from torch import narrow``).
+        self.view_imports = {(a.asname or a.name) for stmt in tree.body
+                             if isinstance(stmt, ast.ImportFrom) for a in stmt.names
+                             if a.name in TORCH_VIEWS}
         self.state: set[str] = set()  # see layer_aliases
         self.imports = {n for stmt in tree.body if isinstance(stmt, (ast.Import, ast.ImportFrom))
                         for n in _import_names(stmt)}
@@ -902,6 +911,9 @@ class _Flow:
             )) or in_place):
                 # list.append(x, v), torch.Tensor.fill_(x, v), torch.fill_(x, v)
                 self.took_in(args[0])
+        elif isinstance(f, ast.Name) and args and f.id in self.in_place_imports and (
+                self.key(f)[0] is None):
+            self.took_in(args[0])  # fill_(x, v) after ``from torch import fill_``
         for k in c.keywords:
             if k.arg == "out":
                 self.took_in(k.value)  # torch.add(a, b, out=x)
@@ -1059,6 +1071,9 @@ class _Flow:
                 ) and _root(f) is not None and _root(f).id in self.torch_names:
                     # torch.narrow(x, ...), torch.Tensor.view(x, -1): a view of x
                     todo.append((n.args[0], None))
+                elif isinstance(f, ast.Name) and n.args and f.id in self.view_imports and (
+                        self.key(f)[0] is None):
+                    todo.append((n.args[0], None))  # narrow(x, ...) after ``from torch import narrow``
 
     def property_returns(self, attr) -> set:
         if attr not in self.properties:
