@@ -864,3 +864,15 @@ def test_a_restart_on_the_same_320_ranks_cut_before_its_warmup_takes_the_start_b
     d = diagnosed(text(lines))
     assert (d.verdict, d.exit_code, d.starts) == ("protected", 0, 2), d.summary
     assert "this one on" not in d.summary, d.summary
+
+
+def test_a_plugin_line_written_before_vllm_s_prefix_counts_its_process_among_the_ranks():
+    """The engine's plugin line written before vLLM prefixed its output,
+    then its own prefixed lines with the world size: that process is the
+    one rank, protected (the count of ranks in effect takes it)."""
+    when = "12-06 10:00:00"
+    bare = f"INFO {when} [instrumentation.py:157] {PATCHED}"
+    lines = (api_start(when) + [bare] + engine_start(when) + loaded(ENGINE, when, patched=False)
+             + warmed(ENGINE, when) + serving(when))
+    d = diagnosed(text(lines))
+    assert (d.verdict, d.exit_code) == ("protected", 0), d.summary

@@ -119,6 +119,11 @@ NEVER_SAFE = [
                       init=('self._kept = []', 'k = _Keeper()', 'k.put(self._kept, self.topk_indices_buffer)'),
                       warmup=('x = self._kept[-1].shape[-1]',)),
                  id='method-of-another-instance-handed-a-list-and-the-buffer'),
+    # The buffer stored from a list the layer keeps: the list's item is the
+    # buffer, read back by the warmup under the list's name.
+    pytest.param(dict(init=('kept = [None]', 'self.topk_indices_buffer = kept[0]', 'self._kept = kept'),
+                      warmup=('x = self._kept[0].shape[-1]',)),
+                 id='buffer-stored-from-a-list-the-layer-keeps'),
 ]
 
 READS_FIXED = [
