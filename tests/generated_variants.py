@@ -422,6 +422,16 @@ MODULE_SHAPES = {
         body="    def _configure(self):\n        if self.topk_indices_buffer is None:\n"
              "            FLAGS.add('swa')\n        else:\n            FLAGS.discard('swa')\n\n",
         warmup=("self._configure()", "x = 1 // ('swa' not in FLAGS)")),
+    # torch's in-place and view functions by the name a from-import binds.
+    "from-imported-fill_-by-the-buffer": ModuleShape(
+        top="from torch import fill_\n\n\n",
+        body="    def _configure(self):\n        fill_(self._swa_mask, self.topk_indices_buffer is None)\n\n",
+        warmup=("self._swa_mask = torch.zeros(4, dtype=torch.bool)", "self._configure()",
+                "assert not self._swa_mask.any()")),
+    "from-imported-narrow-set-by-the-buffer": ModuleShape(
+        top="from torch import narrow as cut\n\n\n",
+        warmup=("self._flag = torch.ones(2)", "v = cut(self._flag, 0, 0, 1)",
+                "v[0] = float(self.topk_indices_buffer is not None)", "x = 1 // int(self._flag[0])")),
     "default-made-by-a-call-keeps-the-buffer": ModuleShape(
         top="from collections import OrderedDict\n\n\n",
         body="    def _registry(self, _kept=OrderedDict()):\n        return _kept\n\n"
