@@ -858,6 +858,43 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         [("log_exports.py", '    return len(parts) >= 2 and parts[-1] == "name" and parts[-2] in SOURCE_KEYS\n',
           '    return False\n')],
     ),
+    # The thirteenth held-out review of diagnose (Triton, cloud consoles'
+    # exports, replicas with the same pids), and the survivors of
+    # aliases.py that forks told apart (2026-12-06, late).
+    "reader-triton-death-no-death": (
+        "a Triton stub found unhealthy, tritonserver's own fault: no death",
+        [("log_reader.py", '''    r"|\\bStub process (?:'[^']*' )?is (?:not healthy|unhealthy)\\b|\\bSignal \\((?!2\\)|15\\))\\d+\\) received\\b"
+''', "")],
+    ),
+    "reader-tail-columns-kept": (
+        "columns after the message stay on it (the frame's function reads forward_mqa\\t1796...)",
+        [("log_reader.py", "        line, tail = _cut_tail(line, self._head, markdown)\n",
+          "        tail = \"\"\n")],
+    ),
+    "reader-once-a-life-ignored": (
+        "a process that starts to load the model twice in one start is one process",
+        [("log_reader.py", "        if once is None and not self._repeats and (",
+          "        if False and (")],
+    ),
+    "reader-triton-models-one-server": (
+        "a Triton server that loads two models is judged by the last one's start",
+        [("log_reader.py", "                self.served_models.add(served.group(\"model\"))\n", "                pass\n")],
+    ),
+    "exports-labels-no-source": (
+        "a record's labels (a Vertex replica, a VM) name no source",
+        [("log_exports.py", "            elif key in LABEL_KEYS and isinstance(inner, dict):\n",
+          "            elif False:\n")],
+    ),
+    "walk-swallowed-raise-ends-the-path": (
+        "what follows a raise hasattr or a for may swallow is not chosen by the buffer",
+        [("warmup_shape/aliases.py", "            elif swallowed and self.may_raise([stmt]):\n",
+          "            elif False:\n")],
+    ),
+    "walk-layer-kept-in-another-object-ignored": (
+        "an object that keeps the layer (self.layer = layer) changes nothing of it",
+        [("warmup_shape/aliases.py", '            if other in (attr, BUFFER_ATTR) or attr == "*":\n',
+          '            if other in (attr, BUFFER_ATTR, "*"):\n')],
+    ),
     "exports-raw-unread": (
         "Splunk's _raw and GELF's short_message are no message",
         [("log_exports.py", '"text", "content", "body", "_raw", "short_message")', '"text", "content", "body")')],
@@ -873,7 +910,7 @@ FOCUS: dict[str, list[str]] = {name: _CORE for name in MUTATIONS if name.startsw
 FOCUS.update({name: ["tests/test_diagnose.py", "tests/test_diagnose_corpus.py",
                      "tests/test_log_formats.py", "tests/test_log_reader_details.py",
                      "tests/test_log_exports.py", "tests/test_diagnose_deployments.py",
-                     "tests/test_diagnose_collection.py"]
+                     "tests/test_diagnose_collection.py", "tests/test_diagnose_platforms.py"]
               for name in MUTATIONS if name.startswith(("reader-", "50615-", "diagnose-", "broken-",
                                                         "input-", "exports-"))})
 FOCUS.update({name: ["tests/test_ray_settings.py"] for name in MUTATIONS if name.startswith("ray-")})

@@ -251,7 +251,7 @@ def test_two_replicas_mixed_with_nothing_naming_each_are_not_one_protected_serve
              + warmed(ENGINE, a) + serving(a))
     d = diagnosed(text(lines))
     assert (d.verdict, d.exit_code) == ("inconclusive", 2), d.summary
-    assert "logs its start a second time at line 5" in d.summary, d.summary
+    assert "at line 5 a process logs a second time" in d.summary, d.summary
     # One server, its data-parallel engines each starting once: protected.
     engines = ["EngineCore_DP0 pid=312", "EngineCore_DP1 pid=313"]
     lines = (api_start(a) + engine_start(a, engines[0]) + engine_start(a, engines[1])

@@ -71,6 +71,30 @@ NEVER_SAFE = [
                  id='from-imported-iterator-advanced-by-the-buffer'),  # next(LAYER_IDS) under a test on the buffer
     pytest.param(dict(warmup=('i = next(self._ids)',), body='    def configure(self):\n        ids = self._ids\n        if self.topk_indices_buffer is None:\n            next(ids)\n\n', init=('self._ids = iter(range(1))', 'self.configure()')),
                  id='iterator-alias-advanced-by-the-buffer'),  # a local alias of the layer's iterator advanced under a test on the buffer
+    # An exception raised for the buffer's sake where Python swallows it
+    # with no try in sight: what follows the raise runs only without it.
+    pytest.param(dict(warmup=('i = next(self._ids)',), body='    @property\n    def _armed(self):\n        if self.topk_indices_buffer is not None:\n            raise AttributeError("sparse layer")\n        next(self._ids)\n        return True\n\n', init=('self._ids = iter(range(1))', 'hasattr(self, "_armed")')),
+                 id='property-raising-for-the-buffer-read-by-hasattr'),  # hasattr swallows the AttributeError
+    pytest.param(dict(warmup=('i = next(self._ids)',), body='    @property\n    def _armed(self):\n        if self.topk_indices_buffer is not None:\n            raise AttributeError("sparse layer")\n        next(self._ids)\n        return True\n\n', init=('self._ids = iter(range(1))', 'getattr(self, "_armed", None)')),
+                 id='property-raising-for-the-buffer-read-by-getattr-with-a-default'),
+    pytest.param(dict(top='class _Once:\n    def __init__(self, layer):\n        self.layer = layer\n\n    def __iter__(self):\n        return self\n\n    def __next__(self):\n        if self.layer.topk_indices_buffer is not None:\n            raise StopIteration\n        next(self.layer._ids)\n        return 1\n\n\n', warmup=('i = next(self._ids)',), init=('self._ids = iter(range(1))', 'next(_Once(self), None)')),
+                 id='dunder-next-stopping-for-the-buffer-under-next-with-a-default'),  # next(it, None) swallows StopIteration
+    pytest.param(dict(top='class _Once:\n    def __init__(self, layer):\n        self.layer = layer\n\n    def __iter__(self):\n        return self\n\n    def __next__(self):\n        if self.layer.topk_indices_buffer is not None:\n            raise StopIteration\n        next(self.layer._ids)\n        return 1\n\n\n', warmup=('i = next(self._ids)',), init=('self._ids = iter(range(1))', 'for _ in _Once(self):', '    break')),
+                 id='dunder-next-stopping-for-the-buffer-under-a-for'),
+    pytest.param(dict(top='class _Once:\n    def __init__(self, layer):\n        self.layer = layer\n\n    def step(self):\n        if self.layer.topk_indices_buffer is None:\n            next(self.layer._ids)\n        return 1\n\n\n', warmup=('i = next(self._ids)',), init=('self._ids = iter(range(1))', '_Once(self).step()')),
+                 id='another-object-keeps-the-layer-and-advances-its-iterator'),  # self.layer = layer, then self.layer._ids
+    # The forks that told the six open mutants of aliases.py apart (each
+    # read fixed under its mutant; each fails the warmup without the buffer).
+    pytest.param(dict(top='import contextlib\n\n\n', warmup=('i = next(self._ids)',), init=('self._ids = iter(range(1))', 'with contextlib.suppress(*([KeyError] if self.topk_indices_buffer is None else [])):', '    raise KeyError', 'next(self._ids)')),
+                 id='suppress-chosen-by-the-buffer-swallows-a-raise'),  # steered_manager: the manager carries the buffer
+    pytest.param(dict(top='import contextlib\n\n\n', warmup=('i = next(self._ids)',), init=('self._ids = iter(range(1))', '@contextlib.contextmanager', 'def quiet():', '    try:', '        yield', '    except KeyError:', '        if self.topk_indices_buffer is not None:', '            raise', 'with quiet():', '    raise KeyError', 'next(self._ids)')),
+                 id='nested-context-manager-re-raises-by-the-buffer'),  # steered_manager: its callee touches the buffer
+    pytest.param(dict(top='def _configure(layer):\n    seen = None\n    for _ in range(2):\n        if seen is not None:\n            seen.append(layer.topk_indices_buffer)\n        seen = layer._seen\n\n\n', warmup=('x = self._seen[-1].shape[-1]',), init=('self._seen = []', '_configure(self)')),
+                 id='local-learnt-to-be-the-layers-list-on-a-later-round'),  # bind's views need another round of the fixpoint
+    pytest.param(dict(top='from vllm.envs.torch import LAYER_IDS\n\n\n', warmup=('idx = next(LAYER_IDS)',), init=('if self.topk_indices_buffer is None:', '    next(LAYER_IDS)')),
+                 id='iterator-from-a-module-whose-last-name-is-torch'),  # torch_names: torch is the first dotted name only
+    pytest.param(dict(warmup=('i = next(self._ids)',), body='    def configure(self):\n        if self.topk_indices_buffer is not None:\n            return\n        next(self._ids)\n\n', init=('self._ids = iter(range(1))', 'self.configure()')),
+                 id='return-for-the-buffer-then-advance-an-iterator'),  # an if whose body leaves: what follows is chosen
     pytest.param(dict(warmup=('x = self.warmup_buffers[-1].shape[-1]',), init=('self.warmup_buffers = []', 'self.warmup_buffers.append(self.topk_indices_buffer)')),
                  id='list-attribute-named-after-the-buffer-takes-it'),  # self.warmup_buffers.append(buffer)
     pytest.param(dict(warmup=('x = self._tables[0]["topk"].shape[-1]',), body='    def configure(self):\n        min(self._tables, key=len)["topk"] = self.topk_indices_buffer\n\n', init=('self._tables = [{}, {}]', 'self.configure()')),
@@ -161,6 +185,8 @@ READS_FIXED = [
                  id='builtin-len-under-a-test-on-the-buffer'),  # len() called under a test on the buffer
     pytest.param(dict(warmup=('x = self._counts[0] + 1',), body='    def configure(self):\n        max(self._buckets, key=len).append(self.topk_indices_buffer)\n        self._counts = [len(self._sizes)]\n\n', init=('self._sizes = (64, 128)', 'self._buckets = [[], []]', 'self.configure()')),
                  id='max-with-a-builtin-key-appends-the-buffer'),  # max(lists, key=len).append(buffer), the warmup never reads them
+    pytest.param(dict(top='from torch.nn import init\n\n\n', init=('self._scratch = torch.zeros(4)', 'if self.topk_indices_buffer is None:', '    init.zeros_(self._scratch)')),
+                 id='torch-submodule-imported-by-name-fills-scratch-the-warmup-never-reads'),  # torch's names include from torch.nn's
     pytest.param(dict(top='from torch import zeros, fill_\n\n\n', warmup=('x = self._w.shape[-1]',),
                       init=('self._w = zeros(4)',)),
                  id='from-imported-fill_-not-called'),  # (torch.fill_(x, v) itself reads unknown)

@@ -209,10 +209,16 @@ def diagnose(log: Log) -> Diagnosis:
             "sources (pods or containers named before each line or in each record), so it "
             "cannot show each server protected. Diagnose each on its own (`kubectl logs "
             "POD`).")
+    elif log.served_models >= 2:
+        why = (
+            f"this Triton server loads {log.served_models} models, each with a vLLM engine of "
+            "its own: the start read last is one model's, and says nothing of the others' "
+            "(one of them may have failed to load). Diagnose each model's lines on its own.")
     elif log.start_repeated:
         why = (
-            f"a process logs its start a second time at line "
-            f"{log.start_repeated:,} before its first start got anywhere: these are the lines "
+            f"at line {log.start_repeated:,} a process logs a second time what a process "
+            "logs once in a start (the server's or engine's start, its rank, the model it "
+            "loads): these are the lines "
             "of two servers mixed, with nothing on each line naming its own (`kubectl logs -l` "
             "without `--prefix`?), and one protected start says nothing of the other. "
             "Diagnose each on its own.")
@@ -574,6 +580,7 @@ def read_paths(paths: list[str], stdin=None) -> Log:
     log.interleaved_sources = reader.interleaved_sources
     log.starts_back_in_time = reader.starts_back_in_time
     log.start_repeated = reader.start_repeated
+    log.served_models = len(reader.served_models)
     return log
 
 

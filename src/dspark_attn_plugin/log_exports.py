@@ -50,7 +50,12 @@ _VLLM_START = re.compile(
 # (Elastic's ``kubernetes.pod.name``, nested or as one dotted name). Two
 # values in one log are the lines of two servers, however their messages read.
 SOURCE_KEYS = ("pod", "pod_name", "podName", "container", "container_name", "containerName",
-               "@logStream", "logStream", "logStreamName", "_SYSTEMD_UNIT", "tag")
+               "@logStream", "logStream", "logStreamName", "_SYSTEMD_UNIT", "tag",
+               "host", "hostname", "_HOSTNAME", "instance_id", "instanceId", "replica_id")
+# Keys whose object labels the record's source (Cloud Logging's ``labels``
+# and ``resource.labels``, Loki's stream ``labels``): each value in it names
+# the source (a replica, a VM, a revision) as the keys above do.
+LABEL_KEYS = ("labels", "stream")
 
 
 def find_message(record: dict, depth: int = 0) -> tuple[dict, str] | None:
@@ -90,6 +95,9 @@ def record_source(record: dict) -> str | None:
         for key, inner in value.items():
             if (key in SOURCE_KEYS or _names_source(key)) and isinstance(inner, (str, int)):
                 found.append(f"{key}={inner}")
+            elif key in LABEL_KEYS and isinstance(inner, dict):
+                found.extend(f"{key}.{k}={v}" for k, v in inner.items()
+                             if isinstance(v, (str, int)) and not isinstance(v, bool))
             elif key in SOURCE_KEYS and isinstance(inner, dict) and isinstance(
                     inner.get("name"), (str, int)):
                 found.append(f"{key}.name={inner['name']}")

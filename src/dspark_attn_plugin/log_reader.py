@@ -79,6 +79,12 @@ _ENGINE_START = ("Initializing a V1 LLM engine", "Initializing an LLM engine")
 _RUN_END = re.compile(r"exited with code \d+|Main process exited, code=")
 # What a process logs once in a start of the server.
 _ONCE_A_START = ("vLLM API server version",) + _ENGINE_START
+# ... and once in a process's life (vLLM logs each once per process): its
+# rank, the model it starts to load, the end of its loading (the drafter's
+# weights are loaded within it). Twice from one process in one start are
+# two processes' lines (two replicas with the same pids, mixed).
+_ONCE_A_LIFE = re.compile(r"\brank \d+ in world size \d+ is assigned\b|\bStarting to load model \S+"
+                          r"|\bModel loading took\b")
 _WORLD = re.compile(r"\brank \d+ in world size (\d+)\b")
 # The vLLM version a start runs: its API server's, its engine's.
 _VERSION = re.compile(r"(?:vLLM (?:API )?server version |Initializing a V1 LLM engine \(v|\u2588  version )"
@@ -142,6 +148,9 @@ _DEATH = re.compile(
     # data-parallel API servers that found one gone
     r"|has been marked dead|died or was killed|killed due to"
     r"|failed with exit code (?!0\b)-?\d+|found [1-9]\d* exited DP Servers"
+    # Triton's: the Python backend's stub (the process that runs vLLM's
+    # engine in it) gone, and tritonserver's own fault (not SIGINT, SIGTERM)
+    r"|\bStub process (?:'[^']*' )?is (?:not healthy|unhealthy)\b|\bSignal \((?!2\)|15\))\d+\) received\b"
 )
 # How a line ends beyond its text: the carriage return vLLM's formatter puts
 # at the end of each line but the last of a record, as it is, as rsyslog
@@ -161,7 +170,8 @@ _HEAD_INSIDE = re.compile(
 )
 # What may change from line to line in the wrapper of one source: its
 # timestamps (ISO dates, syslog's month and day before a time, clock times
-# with fractions and zones, epoch seconds, kernel-style monotonic seconds),
+# with fractions and zones, epoch seconds (milli-, micro-, nanoseconds;
+# an export's record id), kernel-style monotonic seconds),
 # the stream (stdout or stderr) and a syslog priority (and, in _source_of,
 # journald's and syslog's process id after a time). Any other difference in a wrapper's text
 # (``[pod/vllm-0/vllm]`` then ``[pod/vllm-1/vllm]``) is another source.
@@ -169,7 +179,7 @@ _SAME_SOURCE = re.compile(
     r"(?<![\w-])\d{4}-\d\d-\d\d(?=[T ]|$|[^\w-])"
     r"|(?<![\w-])(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d{1,2}(?= \d\d:\d\d:\d\d)"
     r"|(?:(?<=\dT)|(?<![\w:-]))\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
-    r"|(?<![\w.-])\d{10}(?:\.\d+)?(?![\w-])|^\[\s*\d+\.\d+(?: <\s*\d+\.\d+>)?\]"
+    r"|(?<![\w.-])\d{10,}(?:\.\d+)?(?![\w-])|^\[\s*\d+\.\d+(?: <\s*\d+\.\d+>)?\]"
     r"|(?<![\w-])(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)(?= \d{4}-\d\d-\d\d )"
     r"|\b(?:stdout|stderr)\b|^<\d{1,3}>"
 )
@@ -240,6 +250,9 @@ _MODEL_FILES = {
     "dummy_loader.py", "weight_utils.py", "kernel_warmup.py", "cuda_graph.py",
     "cudagraph_utils.py",
 }
+# Triton's model repository loading a model (``loading: NAME:VERSION``):
+# each model it serves with its own vLLM engine is a server of its own.
+_TRITON_LOADING = re.compile(r"\bloading: (?P<model>[^\s:\"']+):\d+\"?$")
 _MODEL_MESSAGES = ("Model loading took", "Loading weights took", "Starting to load model")
 # Lines that show the profile/warmup run is over (the engine got past it).
 _PAST_WARMUP = (
@@ -414,6 +427,7 @@ class Log:
     # > 0: the line where a process logged its start a second time in one
     # start of the server: two servers' lines mixed with nothing naming each.
     start_repeated: int = 0
+    served_models: int = 0  # models one Triton server loads (> 1: several engines)
 
     def ordered(self) -> list[Process]:
         return sorted(self.processes.values(), key=lambda p: p.first_line)
@@ -472,6 +486,7 @@ class LogReader:
         self._record_source: str | None = None
         self._started_here: set = set()  # (process, start line) of this run
         self.start_repeated = 0
+        self.served_models: set[str] = set()  # Triton's models (_TRITON_LOADING), bounded
         self._api_pid: str | None = None  # the pid of the API server's start lines
         self._line_source: str | None = None  # the source of the line read (_wrapped_by)
         self._started_sources: set = set()  # sources with an API server's start line
@@ -670,7 +685,7 @@ class LogReader:
         for wrapper in self._wrappers:
             m = wrapper.match(line)
             if m:
-                self._wrapped_by(m.group(0))
+                self._head = m.group(0)
                 line = line[m.end():]
                 line = self._cut_rank(line)  # torch's, after the pipeline's
                 return _unquoted(line) if m.group(0).startswith('"') and line.endswith('"') else line
@@ -681,7 +696,7 @@ class LogReader:
         if _PREFIX.match(line) or _HEAD.match(line):
             # vLLM's line with nothing before it: a source too, beside wrapped ones
             # (one pod's log with ``--prefix`` and another's without).
-            self._wrapped_by("")
+            self._head = ""
             return line
         anchor = _ANCHOR.search(line)
         if anchor is None or anchor.start() == 0 or anchor.start() > MAX_WRAPPER:
@@ -696,7 +711,7 @@ class LogReader:
             r"\d+" if part.isdigit() else re.escape(part) for part in re.split(r"(\d+)", head) if part
         )
         self._wrappers.appendleft(re.compile(pattern))
-        self._wrapped_by(head)
+        self._head = head
         line = line[anchor.start():]
         if rank is not None:
             self._rank = rank.group(1)
@@ -743,7 +758,12 @@ class LogReader:
         self._line_stamp = None  # until a head gives this line's time (_order)
         self._rank = None  # torch's rank on this line (_cut_rank)
         self._line_source = None  # until a wrapper names it (_wrapped_by)
+        self._head = None  # the wrapper before vLLM's text (_unwrap), if any
+        markdown = line.startswith("|") and line.rstrip().endswith("|")
         line = self._unwrap(line)
+        line, tail = _cut_tail(line, self._head, markdown)
+        if self._head is not None or tail:
+            self._wrapped_by((self._head or "") + tail)
         self._feed_vllm(line)
 
     def _feed_vllm(self, line: str) -> None:
@@ -804,8 +824,13 @@ class LogReader:
         proc = self._process(name, pid, ip)
         if any(m in line for m in _API_START + _ENGINE_START):
             proc.server = True
-        if any(m in line for m in _ONCE_A_START):
-            mark = (proc.key, next(m for m in _ONCE_A_START if m in line))
+        once = next((m for m in _ONCE_A_START if m in line), None)
+        if once is None and not self._repeats and ("world size" in line or "load" in line) and (
+                # (a line Ray folded stands for other processes too)
+                life := _ONCE_A_LIFE.search(line)) is not None:
+            once = life.group(0)
+        if once is not None:
+            mark = (proc.key, once)
             if mark in self._started_here and not self.start_repeated:
                 self.start_repeated = self.total_lines
             elif len(self._started_here) < MAX_PROCESSES:
@@ -821,6 +846,9 @@ class LogReader:
         elif self.log.stopping_at is None and _stops(stripped, file):
             self.log.stopping_at = self.log.lines
             self.log.stopping_line = self.total_lines
+        if "loading: " in stripped and (served := _TRITON_LOADING.search(stripped)) is not None:
+            if len(self.served_models) < MAX_SOURCES:
+                self.served_models.add(served.group("model"))
         if "architecture" in stripped and (arch := _ARCH.search(stripped)):
             if len(self.log.architectures) < 8 or arch.group("arch") in self.log.architectures:
                 self.log.architectures.add(arch.group("arch"))
@@ -982,6 +1010,31 @@ def _stops(text: str, file: str | None) -> bool:
 _THE_ASSERTION = "assert self.topk_indices_buffer is not None"
 # How an exception's name ends (a statement such as ``f(x)`` reads as one).
 _EXCEPTION_NAME = re.compile(r"(?:Error|Exception|Exit|Interrupt|Warning|Iteration|Fault|Failure)$")
+
+
+_MARKDOWN_CELL_END = re.compile(r"(?<!\\)\|")
+# Columns after the message: each after a tab, none with a space in it (a
+# time, a stream's or a replica's name); a Ray line's ``TIME\tLEVEL text``
+# behind vLLM's prefix is text.
+_TAIL_COLUMNS = re.compile(r"(?:\t[^\t ]*)+$")
+
+
+def _cut_tail(line: str, head: str | None, markdown: bool) -> tuple[str, str]:
+    """``line`` (its wrapper cut) split where the message's column ends, and
+    the columns after it: an export that writes the message, then more
+    (``aws logs ... --output text``'s time after it, the stream's name,
+    ``gcloud --format='value(...)'``, a Markdown table's row). The message
+    is a column where its wrapper ended with a tab (or a Markdown cell), or
+    where vLLM's own line ends in tab-separated words (vLLM writes no tab: a
+    prompt's is escaped); other programs' lines are left whole."""
+    if markdown and head is not None and head.lstrip().startswith("|"):
+        end = _MARKDOWN_CELL_END.search(line)
+        if end is not None:
+            return line[:end.start()].rstrip().replace("\\|", "|"), line[end.start():]
+    if "\t" in line and ((head or "").endswith("\t") or _PREFIX.match(line) or _HEAD.match(line)) and (
+            columns := _TAIL_COLUMNS.search(line)) is not None:
+        return line[:columns.start()], line[columns.start():]
+    return line, ""
 
 
 def _raised(text: str) -> bool:

@@ -297,6 +297,25 @@ class _Flow:
         self._acts: dict[int, bool] = {}
         self._functions = [n for n in ast.walk(tree) if isinstance(n, _FUNCTIONS)]
         self.touching: set[int] = set()  # id() of functions that may raise for the buffer
+        # id() of functions whose exceptions Python or outside code may catch
+        # where no ``try`` shows it: ``hasattr`` and ``getattr(o, n, d)`` call
+        # a property's getter or ``__getattr__`` and swallow AttributeError,
+        # ``next(it, d)``, ``for`` and ``list()`` a ``__next__``'s
+        # StopIteration, ``__del__``'s and a thread's are printed, not
+        # raised. Understood not to: ``__init__`` and functions and methods
+        # only ever called by name, undecorated (or static or class methods);
+        # every other (a dunder, a decorated one, one handed on as a value)
+        # is taken as caught, and so is what it calls.
+        called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+        handed = {n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(tree)
+                  if isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Load)
+                  and id(n) not in called}
+        self.swallowed: set[int] = {
+            id(f) for f in self._functions if isinstance(f, _DEFS) and (
+                f.name in handed
+                or f.name.startswith("__") and f.name.endswith("__") and f.name != "__init__"
+                or any(not (isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod"))
+                       for d in f.decorator_list))}
         self.returns: dict[int, set] = {}  # id() of a function -> the attributes it may return
         # What a constructor is handed positionally or by other names may be
         # the buffer (vLLM's model passes it to the layer's __init__).
@@ -344,9 +363,11 @@ class _Flow:
                     self._add(self.aliases, IMPORTED)
 
     def link(self, attr: str, others) -> None:
-        """``self.attr`` and the attributes ``others`` may be one object."""
+        """``self.attr`` and the attributes ``others`` may be one object
+        (``*``: the layer itself, as ``self.layer = layer`` keeps it in
+        another object: a change through it may be any of the layer's)."""
         for other in others:
-            if other in (attr, BUFFER_ATTR, "*"):
+            if other in (attr, BUFFER_ATTR) or attr == "*":
                 continue
             if other not in self.links.setdefault(attr, set()):
                 self.links[attr].add(other)
@@ -489,9 +510,19 @@ class _Flow:
         ``raise``, ``break``, ``continue``, ``assert``) on a path the buffer
         chose: what follows it in the function is chosen too."""
         left = False
+        swallowed = fn is not None and id(fn) in self.swallowed
         for stmt in body:
             if self.statement(stmt, tainted or left, fn):
                 left = True
+            elif swallowed and self.may_raise([stmt]):
+                # What raises for the buffer's sake here may be caught where
+                # no ``try`` shows it: what follows runs on a path it chose.
+                left = True
+            if swallowed:
+                for n in self.nodes(stmt):
+                    if isinstance(n, ast.Call) and not self.outside_callee(n.func):
+                        for c, _ in self.callees(n.func) or ():
+                            self._add(self.swallowed, id(c))  # its exception is ours
         return left
 
     def statement(self, s: ast.stmt, tainted: bool, fn) -> bool:
@@ -546,7 +577,8 @@ class _Flow:
         if isinstance(s, (ast.Raise, ast.Assert)):
             # An exception leaves the function: what follows it there runs
             # only on calls where it was not raised. Where it is caught
-            # (a ``try`` here or in a caller), that ``try`` is chosen.
+            # (a ``try`` here or in a caller), that ``try`` is chosen; where
+            # no ``try`` shows it may be caught, see ``swallowed``.
             for child in ast.iter_child_nodes(s):
                 self.expression(child, tainted, fn)
             if tainted and fn is not None:
