@@ -895,6 +895,26 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         [("warmup_shape/aliases.py", '            if other in (attr, BUFFER_ATTR) or attr == "*":\n',
           '            if other in (attr, BUFFER_ATTR, "*"):\n')],
     ),
+    "walk-chained-comparison-not-an-and": (
+        "a chained comparison's later comparands are not chosen by the earlier",
+        [("warmup_shape/aliases.py", "                if isinstance(n, ast.Compare) and len(n.ops) > 1:\n",
+          "                if False:\n")],
+    ),
+    "walk-yield-ends-nothing": (
+        "a generator's code after a yield runs whatever its consumer decides",
+        [("warmup_shape/aliases.py", "            if generator and not left and any(isinstance(n, (ast.Yield, ast.YieldFrom))\n",
+          "            if False and any(isinstance(n, (ast.Yield, ast.YieldFrom))\n")],
+    ),
+    "walk-derived-index-store-ignored": (
+        "a store or del whose index the buffer decides changes nothing",
+        [("warmup_shape/aliases.py", "            isinstance(n, ast.Subscript) and self.carries(n.slice)\n",
+          "            False\n")],
+    ),
+    "walk-swallowed-statement-not-chosen": (
+        "the parts of a statement after what may raise in a swallowed function are not chosen",
+        [("warmup_shape/aliases.py", "            if self.statement(stmt, tainted or left or raises, fn) or raises:\n",
+          "            if self.statement(stmt, tainted or left, fn) or raises:\n")],
+    ),
     "exports-raw-unread": (
         "Splunk's _raw and GELF's short_message are no message",
         [("log_exports.py", '"text", "content", "body", "_raw", "short_message")', '"text", "content", "body")')],

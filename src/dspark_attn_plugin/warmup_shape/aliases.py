@@ -310,6 +310,8 @@ class _Flow:
         handed = {n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(tree)
                   if isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Load)
                   and id(n) not in called}
+        self.generators = {id(f) for f in self._functions if isinstance(f, _DEFS) and any(
+            isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(f))}
         self.swallowed: set[int] = {
             id(f) for f in self._functions if isinstance(f, _DEFS) and (
                 f.name in handed
@@ -471,6 +473,7 @@ class _Flow:
                     self.expression(node.body, tainted, node)
                     if tainted or self.carries(node.body):
                         self._add(self.returning, id(node))
+                    self.hands_back(node, node.body)  # lambda: self: the layer
                 else:
                     self.block(node.body, tainted, node)
             for stmt in self.tree.body:
@@ -511,12 +514,19 @@ class _Flow:
         chose: what follows it in the function is chosen too."""
         left = False
         swallowed = fn is not None and id(fn) in self.swallowed
+        generator = fn is not None and id(fn) in self.generators
         for stmt in body:
-            if self.statement(stmt, tainted or left, fn):
+            # What raises for the buffer's sake here may be caught where no
+            # ``try`` shows it: what follows it runs on a path it chose, in
+            # this statement (the parts after it) and after it.
+            raises = swallowed and not (tainted or left) and self.may_raise([stmt])
+            if self.statement(stmt, tainted or left or raises, fn) or raises:
                 left = True
-            elif swallowed and self.may_raise([stmt]):
-                # What raises for the buffer's sake here may be caught where
-                # no ``try`` shows it: what follows runs on a path it chose.
+            if generator and not left and any(isinstance(n, (ast.Yield, ast.YieldFrom))
+                                              for n in ast.walk(stmt)):
+                # A generator's code after a yield runs only if its consumer
+                # asks for more (``any``, a ``break``, ``close``), which a
+                # value the buffer chose may decide: what follows is chosen.
                 left = True
             if swallowed:
                 for n in self.nodes(stmt):
@@ -717,6 +727,15 @@ class _Flow:
         while todo:
             n, t = todo.pop()
             if type(n) not in _ACTS:
+                if isinstance(n, ast.Compare) and len(n.ops) > 1:
+                    # a < b < c runs c only where a < b held: an ``and``
+                    chosen = t
+                    for v in [n.left, *n.comparators]:
+                        todo.append((v, chosen))
+                        if chosen and not t:
+                            self.touched_all(v)
+                        chosen = chosen or self.carries(v)
+                    continue
                 todo += [(c, t) for c in self.children(n)]
                 continue
             if isinstance(n, _FUNCTIONS):
@@ -729,6 +748,8 @@ class _Flow:
                 t or self.carries(n.value)
             ):
                 self._add(self.returning, id(fn))
+            if isinstance(n, (ast.Yield, ast.YieldFrom)) and fn is not None and n.value is not None:
+                self.hands_back(fn, n.value)  # next(gen) is what it yields
             if isinstance(n, ast.Call):
                 self.call(n, t)
             if isinstance(n, ast.IfExp):
@@ -767,6 +788,14 @@ class _Flow:
                 continue
             todo += [(c, t) for c in self.children(n)]
 
+    def hands_back(self, fn, value) -> None:
+        """``fn``'s call may give ``value``'s object back (a lambda's body,
+        a generator's yield), as a ``return`` does."""
+        refs = self.refs(value)
+        if not refs <= self.returns.get(id(fn), set()):
+            self.returns.setdefault(id(fn), set()).update(refs)
+            self.changed = True
+
     def bind(self, target, value, tainted: bool, at=None) -> None:
         """``target`` receives ``value``."""
         for t in _targets(target):
@@ -798,7 +827,11 @@ class _Flow:
                         if t.attr not in self.views.get(k, set()):
                             self.views.setdefault(k, set()).add(t.attr)
                             self.changed = True
-        carries = tainted or self.carries(value)
+        # (x[k] = v, del x[k]: a key or slice the buffer decides changes x
+        # by it, whatever v is)
+        carries = tainted or self.carries(value) or any(
+            isinstance(n, ast.Subscript) and self.carries(n.slice)
+            for t in _targets(target) for n in ast.walk(t))
         code = self.holds_code(value)
         if not (carries or code):
             return
