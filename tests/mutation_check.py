@@ -887,8 +887,8 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     ),
     "walk-swallowed-raise-ends-the-path": (
         "what follows a raise hasattr or a for may swallow is not chosen by the buffer",
-        [("warmup_shape/aliases.py", "            elif swallowed and self.may_raise([stmt]):\n",
-          "            elif False:\n")],
+        [("warmup_shape/aliases.py", "            raises = swallowed and not (tainted or left) and self.may_raise([stmt])\n",
+          "            raises = False\n")],
     ),
     "walk-layer-kept-in-another-object-ignored": (
         "an object that keeps the layer (self.layer = layer) changes nothing of it",
@@ -914,6 +914,15 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         "the parts of a statement after what may raise in a swallowed function are not chosen",
         [("warmup_shape/aliases.py", "            if self.statement(stmt, tainted or left or raises, fn) or raises:\n",
           "            if self.statement(stmt, tainted or left, fn) or raises:\n")],
+    ),
+    "walk-layer-given-back-by-a-call-ignored": (
+        "get()._ids, where get() may give the layer back, is no attribute of the layer",
+        [("warmup_shape/aliases.py", '                    "*" in self.returned(n.value)):\n', "                    False):\n")],
+    ),
+    "walk-inplace-keyword-ignored": (
+        "F.threshold(x, t, v, inplace=True) does not change x",
+        [("warmup_shape/aliases.py", "                self.took_in(args[0])  # F.threshold(x, t, v, inplace=True)\n",
+          "                pass\n")],
     ),
     "exports-raw-unread": (
         "Splunk's _raw and GELF's short_message are no message",

@@ -115,6 +115,14 @@ NEVER_SAFE = [
                  id='probe-dict-key-del'),
     pytest.param(dict(body='    def _mine(self):\n        yield self\n\n', init=('self._mask = torch.zeros(4)', 'if self.topk_indices_buffer is None:', '    next(self._mine())._mask.fill_(1)'), warmup=('assert not self._mask.any()',)),
                  id='probe-generator-yields-self'),
+    pytest.param(dict(init=('self._ids = iter(range(1))', 'get = lambda: self', 'if self.topk_indices_buffer is None:', '    next(get()._ids)'), warmup=('i = next(self._ids)',)),
+                 id='probe-closure-lambda'),
+    pytest.param(dict(body='    def _me(self):\n        return self\n\n', init=('self._ids = iter(range(1))', 'if self.topk_indices_buffer is None:', '    next(self._me()._ids)'), warmup=('i = next(self._ids)',)),
+                 id='probe-method-returns-self'),
+    pytest.param(dict(body='    def _sparse_guard(self):\n        if self.topk_indices_buffer is not None:\n            raise AttributeError("sparse")\n\n    @property\n    def _armed(self):\n        get = lambda: self\n        self._sparse_guard()\n        next(get()._ids)\n        return True\n\n', init=('self._ids = iter(range(1))', 'hasattr(self, "_armed")'), warmup=('i = next(self._ids)',)),
+                 id='probe-swallowed-plus-closure'),
+    pytest.param(dict(init=('self._mask = torch.zeros(4)', 'torch.nn.functional.threshold(self._mask, 0.5, float(self.topk_indices_buffer is None), inplace=True)'), warmup=('assert not self._mask.any()',)),
+                 id='probe-threshold-inplace'),
     # The forks that told the six open mutants of aliases.py apart (each
     # read fixed under its mutant; each fails the warmup without the buffer).
     pytest.param(dict(top='import contextlib\n\n\n', warmup=('i = next(self._ids)',), init=('self._ids = iter(range(1))', 'with contextlib.suppress(*([KeyError] if self.topk_indices_buffer is None else [])):', '    raise KeyError', 'next(self._ids)')),

@@ -982,6 +982,8 @@ class _Flow:
         for k in c.keywords:
             if k.arg == "out":
                 self.took_in(k.value)  # torch.add(a, b, out=x)
+            if k.arg == "inplace" and args and not (isinstance(k.value, ast.Constant) and not k.value.value):
+                self.took_in(args[0])  # F.threshold(x, t, v, inplace=True)
         for a in values:
             if isinstance(a, ast.Attribute) and a.attr in MUTATORS:
                 self.took_in(a.value)  # map(x.append, [v]): x's bound method handed out
@@ -1013,6 +1015,9 @@ class _Flow:
         for n in nodes:
             if isinstance(n, ast.Attribute) and self.is_layer(n.value):
                 self.touched_attribute(n.attr)
+            elif isinstance(n, ast.Attribute) and isinstance(n.value, ast.Call) and (
+                    "*" in self.returned(n.value)):
+                self.touched_attribute(n.attr)  # get()._ids, where get() may give the layer back
             elif id(n) in read_off and self.is_layer(n):
                 continue  # layer.x: x is what is touched
             elif isinstance(n, ast.Name) and self.key(n)[0] is None and n.id in self.imports:
