@@ -1013,10 +1013,6 @@ _EXCEPTION_NAME = re.compile(r"(?:Error|Exception|Exit|Interrupt|Warning|Iterati
 
 
 _MARKDOWN_CELL_END = re.compile(r"(?<!\\)\|")
-# Columns after the message: each after a tab, none with a space in it (a
-# time, a stream's or a replica's name); a Ray line's ``TIME\tLEVEL text``
-# behind vLLM's prefix is text.
-_TAIL_COLUMNS = re.compile(r"(?:\t[^\t ]*)+$")
 
 
 def _cut_tail(line: str, head: str | None, markdown: bool) -> tuple[str, str]:
@@ -1031,9 +1027,14 @@ def _cut_tail(line: str, head: str | None, markdown: bool) -> tuple[str, str]:
         end = _MARKDOWN_CELL_END.search(line)
         if end is not None:
             return line[:end.start()].rstrip().replace("\\|", "|"), line[end.start():]
-    if "\t" in line and ((head or "").endswith("\t") or _PREFIX.match(line) or _HEAD.match(line)) and (
-            columns := _TAIL_COLUMNS.search(line)) is not None:
-        return line[:columns.start()], line[columns.start():]
+    if "\t" in line and ((head or "").endswith("\t") or _PREFIX.match(line) or _HEAD.match(line)):
+        # Columns after the message: each after a tab, none with a space in
+        # it (a time, a stream's or a replica's name), so they begin at the
+        # first tab after the last space; a Ray line's ``TIME\tLEVEL text``
+        # behind vLLM's prefix is text.
+        start = line.find("\t", line.rfind(" ") + 1)
+        if start >= 0:
+            return line[:start], line[start:]
     return line, ""
 
 
