@@ -924,6 +924,43 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         [("warmup_shape/aliases.py", "                self.took_in(args[0])  # F.threshold(x, t, v, inplace=True)\n",
           "                pass\n")],
     ),
+    "walk-python-consumers-ignored": (
+        "zip([0] * (b is None), self._ids) does not advance self._ids",
+        [("warmup_shape/aliases.py", "        if of_python and not self._only_reads(f, args) and (\n",
+          "        if False and of_python and not self._only_reads(f, args) and (\n")],
+    ),
+    "walk-iterator-builders-opaque": (
+        "m = map(next, [self._ids]) is not an iterator over self._ids",
+        [("warmup_shape/aliases.py", '                          "map", "islice", "chain", "from_iterable", "cycle", "tee",\n',
+          '                          "cycle", "tee",\n')],
+    ),
+    "walk-sequence-repetition-opaque": (
+        "[self._seen] * n holds nothing of the layer's",
+        [("warmup_shape/aliases.py", "                todo += [(x, None) for x in (n.left, n.right)\n",
+          "                todo += [(x, None) for x in ()\n")],
+    ),
+    "walk-whole-consumers-take-everything": (
+        "dict.fromkeys(self._names, b) changes self._names",
+        [("warmup_shape/aliases.py", "                if not whole or self.carries(a, layer_as_holder=False):\n",
+          "                if True:\n")],
+    ),
+    "walk-layer-as-holder-decides": (
+        "zip([0], self._ids) in __init__ is handed a value the buffer decides (the layer holds it)",
+        [("warmup_shape/aliases.py", "                tainted or any(self.carries(a, layer_as_holder=False) for a in values)):\n",
+          "                tainted or any(self.carries(a) for a in values)):\n")],
+    ),
+    "walk-number-readers-iterate": (
+        "max(self.compress_ratio, width) and math.ceil(...) may advance what they are handed",
+        [("warmup_shape/aliases.py", "            return f.id in READERS or f.id in NUMBER_READERS or (\n",
+          "            return f.id in READERS or (\n"),
+         ("warmup_shape/aliases.py", "            root.id in self.math_names) and f.attr not in ITERATING_MATH\n",
+          "            root.id in ()) and f.attr not in ITERATING_MATH\n")],
+    ),
+    "walk-kernels-as-python": (
+        "vLLM's kernels handed the buffer may advance what they are handed",
+        [("warmup_shape/aliases.py", "            root.id not in self.kernel_names) and (\n",
+          "            True) and (\n")],
+    ),
     "exports-raw-unread": (
         "Splunk's _raw and GELF's short_message are no message",
         [("log_exports.py", '"text", "content", "body", "_raw", "short_message")', '"text", "content", "body")')],

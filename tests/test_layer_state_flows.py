@@ -188,6 +188,42 @@ NEVER_SAFE = [
     pytest.param(dict(init=('kept = [None]', 'self.topk_indices_buffer = kept[0]', 'self._kept = kept'),
                       warmup=('x = self._kept[0].shape[-1]',)),
                  id='buffer-stored-from-a-list-the-layer-keeps'),
+    # Python's code handed a value the buffer decides (a count, a
+    # sequence repeated by it) advances or empties what it is handed
+    # beside it; iterators over the layer's (map, itertools.chain) kept and
+    # advanced later (read fixed before 2026-12-07).
+    pytest.param(dict(init=('self._ids = iter(range(1))', 'list(zip([0] * (self.topk_indices_buffer is None), self._ids))'), warmup=('i = next(self._ids)',)),
+                 id='zip-advances-the-layers-iterator-by-a-count-the-buffer-decides'),
+    pytest.param(dict(top='import itertools\n\n\n', init=('self._ids = iter(range(1))', 'list(itertools.islice(self._ids, int(self.topk_indices_buffer is None)))'), warmup=('i = next(self._ids)',)),
+                 id='islice-of-the-layers-iterator-by-the-buffer'),
+    pytest.param(dict(init=('self._ids = iter(range(1))', 'list(map(next, [self._ids] * (self.topk_indices_buffer is None)))'), warmup=('i = next(self._ids)',)),
+                 id='map-next-over-the-layers-iterator-repeated-by-the-buffer'),
+    pytest.param(dict(init=('self._seen = [1]', 'list(map(list.clear, [self._seen] * (self.topk_indices_buffer is None)))'), warmup=('x = self._seen[0]',)),
+                 id='list-clear-mapped-over-the-layers-list-repeated-by-the-buffer'),
+    pytest.param(dict(init=('self._seen = [1]', 'list(map(list.clear, () + (self._seen,) * (self.topk_indices_buffer is None)))'), warmup=('x = self._seen[0]',)),
+                 id='tuple-concatenation-repeated-by-the-buffer'),
+    pytest.param(dict(init=('self._seen = [1]', 's = self._seen', 'for x in [s] * (self.topk_indices_buffer is None):', '    x.clear()'), warmup=('x = self._seen[0]',)),
+                 id='loop-over-a-local-list-repeated-by-the-buffer'),
+    pytest.param(dict(init=('self._ids = iter(range(1))', 'self._m = map(next, [self._ids])', 'if self.topk_indices_buffer is None:', '    next(self._m)'), warmup=('i = next(self._ids)',)),
+                 id='lazy-map-kept-on-the-layer-advanced-by-the-buffer'),
+    pytest.param(dict(init=('self._ids = iter(range(1))', 'm = map(next, [self._ids])', 'if self.topk_indices_buffer is None:', '    next(m)'), warmup=('i = next(self._ids)',)),
+                 id='lazy-map-in-a-local-advanced-by-the-buffer'),
+    pytest.param(dict(top='import itertools\n\n\n', init=('self._ids = iter(range(1))', 'self._c = itertools.chain(self._ids)', 'if self.topk_indices_buffer is None:', '    next(self._c)'), warmup=('i = next(self._ids)',)),
+                 id='itertools-chain-kept-on-the-layer-advanced-by-the-buffer'),
+    pytest.param(dict(top='import itertools\n\n\n', init=('self._ids = iter(range(1))', 'c = itertools.chain(self._ids)', 'if self.topk_indices_buffer is None:', '    next(c)'), warmup=('i = next(self._ids)',)),
+                 id='itertools-chain-in-a-local-advanced-by-the-buffer'),
+    pytest.param(dict(init=('self._ids = iter(range(1))', 'sum(1 for _ in zip(range(self.topk_indices_buffer is None), self._ids))'), warmup=('i = next(self._ids)',)),
+                 id='sum-over-a-zip-with-a-range-the-buffer-decides'),
+    pytest.param(dict(init=('self._ids = iter(range(1))', 'any(map(next, [self._ids] * (self.topk_indices_buffer is None)))'), warmup=('i = next(self._ids)',)),
+                 id='any-over-map-next-repeated-by-the-buffer'),
+    pytest.param(dict(top='import collections\nimport itertools\n\n\n', init=('self._ids = iter(range(1))', 'collections.deque(itertools.islice(self._ids, self.topk_indices_buffer is None), maxlen=0)'), warmup=('i = next(self._ids)',)),
+                 id='deque-drains-an-islice-the-buffer-sizes'),
+    pytest.param(dict(init=('self._ids = iter(range(1))', "d = dict(zip('a' * (self.topk_indices_buffer is None), self._ids))"), warmup=('i = next(self._ids)',)),
+                 id='dict-of-a-zip-the-buffer-sizes'),
+    pytest.param(dict(top='import itertools\nimport math\n\n\n', init=('self._ids = iter(range(1))', 'w = math.prod(itertools.islice(self._ids, int(self.topk_indices_buffer is None)))'), warmup=('i = next(self._ids)',)),
+                 id='math-prod-of-an-islice-the-buffer-sizes'),
+    pytest.param(dict(init=('self._ids = iter(range(1))', 'w = max(zip(range(self.topk_indices_buffer is None), self._ids), default=0)'), warmup=('i = next(self._ids)',)),
+                 id='max-of-a-zip-the-buffer-sizes'),
 ]
 
 READS_FIXED = [
@@ -230,6 +266,28 @@ READS_FIXED = [
     pytest.param(dict(top='from torch import zeros, fill_\n\n\n', warmup=('x = self._w.shape[-1]',),
                       init=('self._w = zeros(4)',)),
                  id='from-imported-fill_-not-called'),  # (torch.fill_(x, v) itself reads unknown)
+    # Python's code that reads the buffer beside the layer's objects but
+    # decides no count over them; a kernel-free dict keeping the ratio.
+    pytest.param(dict(init=('self._ids = iter(range(2))', 'list(zip([0], self._ids))'), warmup=('i = next(self._ids)',)),
+                 id='zip-of-a-constant-list-and-the-layers-iterator'),
+    pytest.param(dict(init=('self._ids = iter(range(2))', 'self._m = map(str, [1])', 'if self.topk_indices_buffer is None:', '    next(self._m)'), warmup=('i = next(self._ids)',)),
+                 id='lazy-map-of-constants-advanced-by-the-buffer'),
+    pytest.param(dict(init=('self._ids = iter(range(1))', 'ok = isinstance(self.topk_indices_buffer, (type(None), torch.Tensor))'), warmup=('i = next(self._ids)',)),
+                 id='isinstance-of-the-buffer'),
+    pytest.param(dict(init=('self._ids = iter(range(1))', 's = str(self.topk_indices_buffer) + repr(self._ids)'), warmup=('i = next(self._ids)',)),
+                 id='str-of-the-buffer-and-repr-of-the-iterator'),
+    pytest.param(dict(init=('self._ids = iter(range(1))', 'self._info = dict(topk=self.topk_indices_buffer is not None, block=self.compress_ratio)'), warmup=('i = next(self._ids)',)),
+                 id='dict-keeping-the-ratio-beside-a-test-on-the-buffer'),
+    pytest.param(dict(init=('self._ids = iter(range(1))', 'w = max(self.compress_ratio, 0 if self.topk_indices_buffer is None else self.topk_indices_buffer.shape[-1])'), warmup=('i = next(self._ids)',)),
+                 id='max-of-the-ratio-and-the-buffers-width'),
+    pytest.param(dict(top='import math\n\n\n', init=('self._ids = iter(range(1))', 'w = math.ceil(self.compress_ratio / (1 if self.topk_indices_buffer is None else 2))'), warmup=('i = next(self._ids)',)),
+                 id='math-ceil-of-the-ratio-by-the-buffer'),
+    pytest.param(dict(init=('self._ids = iter(range(1))', 'ok = all(t is None or t.dim() == 2 for t in (self.topk_indices_buffer,))'), warmup=('i = next(self._ids)',)),
+                 id='all-over-a-generator-testing-the-buffer'),
+    pytest.param(dict(top='import math\n\n\n', init=('self._ids = iter(range(1))', 'w = math.gcd(self.compress_ratio, 1 if self.topk_indices_buffer is None else 2)'), warmup=('i = next(self._ids)',)),
+                 id='math-gcd-of-the-ratio-and-a-number-the-buffer-decides'),
+    pytest.param(dict(init=('self._ids = iter(range(1))', 'w = pow(self.compress_ratio, int(self.topk_indices_buffer is None))'), warmup=('i = next(self._ids)',)),
+                 id='pow-of-the-ratio-by-the-buffer'),
 ]
 
 

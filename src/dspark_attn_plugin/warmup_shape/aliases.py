@@ -48,7 +48,15 @@ functions', the module's):
   class does not define, and the ratio) when such a value or call goes to
   outside code that is also handed the layer itself, or to a callee the
   walk cannot name, or code of this module is handed to outside code with
-  it (a callback). Methods of imported bases (``super().m``, ``self.m``
+  it (a callback). Python's own code (a builtin, ``itertools``,
+  ``collections``, ``math``: not a kernel package's) handed a value the
+  buffer decides may change everything else it is handed by what that
+  value decides (``zip([0] * (b is None), self._ids)`` advances
+  ``self._ids``), but for what only reads (``len``, numbers' builtins,
+  ``math``'s but its sums) or consumes one iterable whole (``list``,
+  ``dict.fromkeys``); an iterator built over objects (``map``,
+  ``itertools.chain``, ``islice``) is those objects, and so is a sequence
+  repeated or joined (``[self._seen] * n``). Methods of imported bases (``super().m``, ``self.m``
   that the module neither defines nor stores) are vLLM's own code; outside
   functions handed objects of the layer besides such a value (kernels
   writing their outputs) are assumed not to put it in them, but for the
@@ -79,15 +87,36 @@ BUILTIN_TYPES = frozenset({"list", "dict", "set", "bytearray", "object", "deque"
 # Builtins that only read what they are handed (never store into it).
 READERS = frozenset({"getattr", "hasattr", "isinstance", "issubclass", "type", "id", "len",
                      "repr", "str", "print", "callable", "hash", "format"})
+# Builtins and ``math`` functions that read numbers (``math``'s but those
+# that iterate what they are handed).
+NUMBER_READERS = frozenset({"int", "float", "bool", "complex", "round", "abs", "divmod", "pow",
+                            "ord", "chr", "bin", "hex", "oct"})
+ITERATING_MATH = frozenset({"prod", "fsum", "dist", "hypot", "sumprod"})
+# Python's callables that consume (at most) one iterable to its end, or
+# take one item, whatever else they are handed (a start, a default, a
+# value to keep): the other arguments decide no count.
+WHOLE_CONSUMERS = frozenset({"list", "tuple", "set", "frozenset", "dict", "sorted", "sum", "any",
+                             "all", "min", "max", "next", "iter", "reversed", "enumerate",
+                             "deque", "fromkeys", "OrderedDict", "defaultdict", "Counter"})
 # Outside callables that return (an item of) what they are handed, not a
 # new object: ``next(iter(x))``, ``cast(T, x)``.
 PASS_THROUGH = frozenset({"next", "iter", "cast", "getattr", "reversed", "min", "max",
                           "nullcontext", "get", "pop", "setdefault", "values", "items",
-                          "enumerate", "zip", "list", "tuple", "sorted", "filter"})
+                          "enumerate", "zip", "list", "tuple", "sorted", "filter",
+                          # iterators over what they are handed: advancing one
+                          # advances those (``m = map(next, [self._ids])``)
+                          "map", "islice", "chain", "from_iterable", "cycle", "tee",
+                          "starmap", "takewhile", "dropwhile", "filterfalse", "compress",
+                          "accumulate", "zip_longest", "pairwise", "batched", "groupby",
+                          "partial"})
 # Methods of Python's containers that put their argument in; handed out
 # bound (``map(x.append, items)``), they put it into ``x``.
 MUTATORS = frozenset({"append", "appendleft", "extend", "extendleft", "add", "update", "insert",
                       "setdefault", "__setitem__", "put", "put_nowait", "push"})
+# Packages of kernels (what a flashmla module may import, but Python's own):
+# their functions are taken to change only what they are handed as outputs.
+KERNEL_PACKAGES = frozenset({"torch", "vllm", "triton", "flashinfer", "deep_gemm", "numpy",
+                             "einops"})
 # torch functions whose result may be a view of their first argument.
 TORCH_VIEWS = frozenset({"narrow", "select", "as_strided", "view_as_real", "view_as_complex",
                          "unflatten", "flatten", "squeeze", "unsqueeze", "transpose", "permute",
@@ -268,6 +297,19 @@ class _Flow:
         self.state: set[str] = set()  # see layer_aliases
         self.imports = {n for stmt in tree.body if isinstance(stmt, (ast.Import, ast.ImportFrom))
                         for n in _import_names(stmt)}
+        # ... and names bound to the packages of kernels: their functions
+        # change only their out=/in-place arguments (the package's stated
+        # assumption); Python's own code (builtins, itertools, functools,
+        # collections, math, ...) may do anything to what it is handed.
+        self.kernel_names = {
+            n for stmt in tree.body
+            if isinstance(stmt, ast.Import) and all(a.name.split(".")[0] in KERNEL_PACKAGES
+                                                    for a in stmt.names)
+            or isinstance(stmt, ast.ImportFrom) and not stmt.level
+            and (stmt.module or "").split(".")[0] in KERNEL_PACKAGES
+            for n in _import_names(stmt)}
+        self.math_names = {a.asname or a.name for stmt in tree.body if isinstance(stmt, ast.Import)
+                           for a in stmt.names if a.name == "math"}
         self.torch_names = {  # import torch..., from torch... import x
             n for stmt in tree.body
             if isinstance(stmt, ast.Import) and all(a.name.split(".")[0] == "torch" for a in stmt.names)
@@ -384,11 +426,19 @@ class _Flow:
 
     # -- values -----------------------------------------------------------
 
-    def carries(self, e) -> bool:
-        """``e`` may be, hold or depend on the buffer."""
+    def carries(self, e, layer_as_holder: bool = True) -> bool:
+        """``e`` may be, hold or depend on the buffer; without
+        ``layer_as_holder``, the layer's name under an attribute
+        (``self._ids``) is not taken for the layer that holds the buffer:
+        only that attribute's own value counts."""
         if e is None:
             return False
-        for n in self.nodes(e):
+        nodes = self.nodes(e)
+        under = set() if layer_as_holder else {
+            id(n.value) for n in nodes if isinstance(n, ast.Attribute) and self.is_layer(n.value)}
+        for n in nodes:
+            if id(n) in under:
+                continue
             if _names_the_buffer(n):
                 return True
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and (
@@ -944,6 +994,14 @@ class _Flow:
         if isinstance(f, ast.Attribute) and _is_super(f.value):
             return  # an imported base's method: vLLM's own code
         carried = tainted or any(self.carries(a) for a in values)
+        # Python's own code: a builtin, or a function of a module that is
+        # not a kernel package (``zip``, ``itertools.islice``); not a
+        # method of an object (a tensor's), not a kernel.
+        root = _root(f)
+        of_python = root is not None and self.key(root)[0] is None and (
+            root.id not in self.kernel_names) and (
+            root is f or root.id in self.imports and isinstance(f, ast.Attribute)
+            and isinstance(f.value, (ast.Name, ast.Attribute)))
         if not self.outside_callee(f) or carried and any(self.holds_code(a) for a in values):
             # A callee the walk cannot name, or outside code handed this
             # module's code (a callback) with the value.
@@ -987,6 +1045,31 @@ class _Flow:
         for a in values:
             if isinstance(a, ast.Attribute) and a.attr in MUTATORS:
                 self.took_in(a.value)  # map(x.append, [v]): x's bound method handed out
+        if of_python and not self._only_reads(f, args) and (
+                tainted or any(self.carries(a, layer_as_holder=False) for a in values)):
+            # Python's code (not a kernel's) handed a value the buffer
+            # decides may do to everything else it is handed what that
+            # value decides: zip([0] * (b is None), self._ids) advances the
+            # layer's iterator once where the buffer is missing.
+            # Understood: what consumes one iterable whole (list(it),
+            # dict.fromkeys(names, v)) changes only the iterable, and only
+            # where that is what the buffer decides.
+            whole = (f.id if isinstance(f, ast.Name) else f.attr) in WHOLE_CONSUMERS
+            for a in values:
+                if not whole or self.carries(a, layer_as_holder=False):
+                    self.took_in(a)
+
+    def _only_reads(self, f, args) -> bool:
+        """``f`` is Python's code that reads its arguments without
+        iterating one: the readers, numbers' builtins and ``math``'s
+        (but its sums and products over an iterable), ``min``/``max``
+        of two or more."""
+        if isinstance(f, ast.Name):
+            return f.id in READERS or f.id in NUMBER_READERS or (
+                f.id in ("min", "max") and len(args) >= 2)
+        root = _root(f)
+        return isinstance(f, ast.Attribute) and root is f.value and self.key(root)[0] is None and (
+            root.id in self.math_names) and f.attr not in ITERATING_MATH
 
     def is_layer(self, n) -> bool:
         """``n`` is the layer: a method's first parameter, or a name bound to it."""
@@ -1102,6 +1185,11 @@ class _Flow:
                     todo.append((n.value, None))
             elif isinstance(n, (ast.Tuple, ast.List, ast.Set)):
                 todo += [(x, None) for x in n.elts]
+            elif isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Mult, ast.Add)) and any(
+                    isinstance(x, (ast.Tuple, ast.List)) for x in (n.left, n.right)):
+                # [self._seen] * n, [a] + [b]: a sequence of the same objects
+                todo += [(x, None) for x in (n.left, n.right)
+                         if isinstance(x, (ast.Tuple, ast.List, ast.BinOp))]
             elif isinstance(n, ast.Dict):
                 todo += [(x, None) for x in n.values]
             elif isinstance(n, ast.IfExp):
