@@ -437,6 +437,41 @@ MODULE_SHAPES = {
         body="    def _registry(self, _kept=OrderedDict()):\n        return _kept\n\n"
              "    def _configure(self):\n        self._registry()['topk'] = self.topk_indices_buffer\n\n",
         warmup=("self._configure()", "x = self._registry()['topk'].shape[-1]")),
+    # Code Python runs where an exception is swallowed (a property read by
+    # hasattr, a __next__ by next(it, None), a generator stopped by any()):
+    # what follows a failure for lack of the buffer never runs, and the
+    # warmup reads that back.
+    "property-read-by-hasattr": ModuleShape(
+        body="    @property\n    def _arm(self):\n        x = self.topk_indices_buffer.shape\n"
+             "        next(self._ids)\n        return x\n\n",
+        warmup=("self._ids = iter(range(2))", "hasattr(self, '_arm')", "x = 1 // next(self._ids)")),
+    "next-with-a-default-over-a-module-iterator": ModuleShape(
+        top="class _Arm:\n    def __init__(self, layer):\n        self.layer = layer\n\n"
+            "    def __iter__(self):\n        return self\n\n    def __next__(self):\n"
+            "        if self.layer.topk_indices_buffer is None:\n            raise StopIteration\n"
+            "        next(self.layer._ids)\n        return 1\n\n\n",
+        warmup=("self._ids = iter(range(2))", "next(_Arm(self), None)", "x = 1 // next(self._ids)")),
+    "generator-stopped-by-any": ModuleShape(
+        top="def _steps(layer):\n    yield layer.topk_indices_buffer is None\n"
+            "    next(layer._ids)\n    yield True\n\n\n",
+        warmup=("self._ids = iter(range(2))", "any(_steps(self))", "x = 1 // next(self._ids)")),
+    "generator-stopped-by-any-plain": ModuleShape(
+        top="def _steps(layer):\n    yield layer.compress_ratio > 1\n    yield True\n\n\n",
+        warmup=("x = any(_steps(self))",), plain=True),
+    # Python's code advancing the layer's iterator by a count the buffer
+    # decides, or an iterator over it kept and advanced later; and the same
+    # by a constant (plain).
+    "zip-advances-by-the-buffer": ModuleShape(
+        body="    def _configure(self):\n"
+             "        list(zip([0] * (self.topk_indices_buffer is None), self._ids))\n\n",
+        warmup=("self._ids = iter(range(1))", "self._configure()", "i = next(self._ids)")),
+    "lazy-map-advanced-by-the-buffer": ModuleShape(
+        body="    def _configure(self):\n        m = map(next, [self._ids])\n"
+             "        if self.topk_indices_buffer is None:\n            next(m)\n\n",
+        warmup=("self._ids = iter(range(1))", "self._configure()", "i = next(self._ids)")),
+    "zip-advances-by-a-constant-plain": ModuleShape(
+        body="    def _configure(self):\n        list(zip([0], self._ids))\n\n",
+        warmup=("self._ids = iter(range(2))", "self._configure()", "i = next(self._ids)"), plain=True),
 }
 
 

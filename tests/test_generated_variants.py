@@ -55,7 +55,12 @@ def test_get_forward_context_from_a_fork_module_around_the_fixed_branch_crashes_
                                     "from-imported-object-changed-by-the-buffer",
                                     "default-made-by-a-call-keeps-the-buffer",
                                     "from-imported-fill_-by-the-buffer",
-                                    "from-imported-narrow-set-by-the-buffer"])
+                                    "from-imported-narrow-set-by-the-buffer",
+                                    "property-read-by-hasattr",
+                                    "next-with-a-default-over-a-module-iterator",
+                                    "generator-stopped-by-any",
+                                    "zip-advances-by-the-buffer",
+                                    "lazy-map-advanced-by-the-buffer"])
 def test_state_the_buffer_changes_in_a_method_the_warmup_calls_crashes_and_reads_unknown(
         module, flashmla, cpu_workspace, tmp_path):
     """Around upstream's fixed branch, each of these shapes fails the
