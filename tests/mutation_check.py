@@ -941,7 +941,7 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     ),
     "walk-whole-consumers-take-everything": (
         "dict.fromkeys(self._names, b) changes self._names",
-        [("warmup_shape/aliases.py", "                if not whole or self.carries(a, layer_as_holder=False):\n",
+        [("warmup_shape/aliases.py", "                if derived or not whole and not self.only_displays(a):\n",
           "                if True:\n")],
     ),
     "walk-layer-as-holder-decides": (
@@ -961,6 +961,63 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         [("warmup_shape/aliases.py", "            root.id not in self.kernel_names) and (\n",
           "            True) and (\n")],
     ),
+    "walk-loop-exit-not-a-choice": (
+        "for x in self._ids: if b: break (a round the buffer ends) leaves the iteration unchosen",
+        [("warmup_shape/aliases.py", "            if left and not inner:\n                inner = True\n",
+          "            if False:\n                inner = True\n")],
+    ),
+    "walk-loop-head-not-touched": (
+        "a loop's iterator advanced as many times as the buffer decides is unchanged",
+        [("warmup_shape/aliases.py", "                self.touched_all(head, iterated=not isinstance(s, ast.While))\n",
+          "                pass\n")],
+    ),
+    "walk-in-operator-ignored": (
+        "derived in self._ids advances nothing",
+        [("warmup_shape/aliases.py", "                if isinstance(n, ast.Compare) and not t and any(\n",
+          "                if False and isinstance(n, ast.Compare) and not t and any(\n")],
+    ),
+    "walk-derived-key-read-ignored": (
+        "self._dd[b is None] (a defaultdict) changes nothing",
+        [("warmup_shape/aliases.py", "                if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load) and not t and (\n",
+          "                if False and isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load) and not t and (\n")],
+    ),
+    "walk-keepers-keep-nothing": (
+        "stack.callback(next, self._ids) keeps nothing of the layer's",
+        [("warmup_shape/aliases.py", "            self.keeps(f.value, values)  # x.append(self._ids), stack.callback(next, self._ids)\n",
+          "            pass\n")],
+    ),
+    "walk-other-classes-never-called-back": (
+        "print(v, file=self._w) never runs the module's W.write",
+        [("warmup_shape/aliases.py", "        if self.implicit_elsewhere and (self.stdout_held or any(\n",
+          "        if False and (self.stdout_held or any(\n")],
+    ),
+    "walk-layer-properties-never-called-back": (
+        "hasattr(self, 'a' if b is None else 'b') runs no property",
+        [("warmup_shape/aliases.py", "                self._taint(f)  # str(self), f\"{self}\" with a value the buffer decides\n",
+          "                pass\n")],
+    ),
+    "walk-redirected-stdout-ignored": (
+        "print(b is None) under redirect_stdout(self._w) writes nowhere of the module's",
+        [("warmup_shape/aliases.py", "                            self.stdout_held = True\n",
+          "                            pass\n")],
+    ),
+    "walk-lists-taken-for-iterators": (
+        "zip(self._names, flags) advances a list the module writes out",
+        [("warmup_shape/aliases.py", "            e.value.id in self.layer_names) and e.attr in self.displays\n",
+          "            e.value.id in self.layer_names) and e.attr in ()\n"),
+         ("warmup_shape/aliases.py", "            if displays_kept and attr in self.displays and isinstance(n, ast.Name) and (\n",
+          "            if False and isinstance(n, ast.Name) and (\n")],
+    ),
+    "walk-parameter-attribute-dropped": (
+        "def _get(): return layer._ids (layer handed the layer) returns nothing of it",
+        [("warmup_shape/aliases.py", "                    found.add(attr)  # layer._ids, where layer is the layer: its _ids\n",
+          "                    pass\n")],
+    ),
+    "walk-returned-attribute-untouched": (
+        "for x in get(): ... (get returns self._ids) under a choice leaves self._ids",
+        [("warmup_shape/aliases.py", "                    self.touched_attribute(view)  # next(get()), where get() returns self._ids\n",
+          "                    pass\n")],
+    ),
     "exports-raw-unread": (
         "Splunk's _raw and GELF's short_message are no message",
         [("log_exports.py", '"text", "content", "body", "_raw", "short_message")', '"text", "content", "body")')],
@@ -976,7 +1033,8 @@ FOCUS: dict[str, list[str]] = {name: _CORE for name in MUTATIONS if name.startsw
 FOCUS.update({name: ["tests/test_diagnose.py", "tests/test_diagnose_corpus.py",
                      "tests/test_log_formats.py", "tests/test_log_reader_details.py",
                      "tests/test_log_exports.py", "tests/test_diagnose_deployments.py",
-                     "tests/test_diagnose_collection.py", "tests/test_diagnose_platforms.py"]
+                     "tests/test_diagnose_collection.py", "tests/test_diagnose_platforms.py",
+                     "tests/test_diagnose_survivors.py"]
               for name in MUTATIONS if name.startswith(("reader-", "50615-", "diagnose-", "broken-",
                                                         "input-", "exports-"))})
 FOCUS.update({name: ["tests/test_ray_settings.py"] for name in MUTATIONS if name.startswith("ray-")})

@@ -56,7 +56,21 @@ functions', the module's):
   ``math``'s but its sums) or consumes one iterable whole (``list``,
   ``dict.fromkeys``); an iterator built over objects (``map``,
   ``itertools.chain``, ``islice``) is those objects, and so is a sequence
-  repeated or joined (``[self._seen] * n``). Methods of imported bases (``super().m``, ``self.m``
+  repeated or joined (``[self._seen] * n``); a list the module only ever
+  writes out (``self._names = ["q", "kv"]``) is iterated, not changed.
+  A loop whose test or iterable the buffer decides, or that it leaves
+  (``break``, ``return``) on a path the buffer chose, runs every round by
+  the buffer's choice, its test and iteration with it; ``x in it`` with
+  ``x`` derived advances ``it``; ``d[k]`` with ``k`` derived may change
+  ``d`` (a ``defaultdict``); what keeps what it is handed (``append``,
+  ``ExitStack.callback``, ``addHandler``) holds its objects. Code Python
+  runs without a name: the layer's properties and special methods run by
+  the buffer's choice where an expression on a chosen path, a
+  ``hasattr``/``getattr`` whose name is derived, or a format of the layer
+  with a derived value may run them; the instance methods of the module's
+  other classes (``print(v, file=w)`` calls ``w.write``) make ``*`` where
+  a derived value or a chosen path meets what may hold an instance, or
+  stdout is redirected to one. Methods of imported bases (``super().m``, ``self.m``
   that the module neither defines nor stores) are vLLM's own code; outside
   functions handed objects of the layer besides such a value (kernels
   writing their outputs) are assumed not to put it in them, but for the
@@ -67,6 +81,7 @@ from __future__ import annotations
 
 import ast
 
+from dspark_attn_plugin.target import CLASS_NAME
 from dspark_attn_plugin.warmup_shape.verdict import BUFFER_ATTR
 
 # nn.Module methods that store their argument on the module under a name.
@@ -108,7 +123,10 @@ PASS_THROUGH = frozenset({"next", "iter", "cast", "getattr", "reversed", "min", 
                           "map", "islice", "chain", "from_iterable", "cycle", "tee",
                           "starmap", "takewhile", "dropwhile", "filterfalse", "compress",
                           "accumulate", "zip_longest", "pairwise", "batched", "groupby",
-                          "partial"})
+                          "partial",
+                          # what keeps what it is handed and hands it back or
+                          # acts on it later: a view, a default factory
+                          "memoryview", "defaultdict"})
 # Methods of Python's containers that put their argument in; handed out
 # bound (``map(x.append, items)``), they put it into ``x``.
 MUTATORS = frozenset({"append", "appendleft", "extend", "extendleft", "add", "update", "insert",
@@ -117,6 +135,10 @@ MUTATORS = frozenset({"append", "appendleft", "extend", "extendleft", "add", "up
 # their functions are taken to change only what they are handed as outputs.
 KERNEL_PACKAGES = frozenset({"torch", "vllm", "triton", "flashinfer", "deep_gemm", "numpy",
                              "einops"})
+# Methods of Python's objects that keep what they are handed, to hand it
+# back or run it later: containers' and ExitStack's, a logger's handlers.
+KEEPERS = MUTATORS | frozenset({"callback", "push", "enter_context", "push_async_callback",
+                                "addHandler", "add_done_callback", "register"})
 # torch functions whose result may be a view of their first argument.
 TORCH_VIEWS = frozenset({"narrow", "select", "as_strided", "view_as_real", "view_as_complex",
                          "unflatten", "flatten", "squeeze", "unsqueeze", "transpose", "permute",
@@ -133,6 +155,20 @@ _ACTS = frozenset({
     ast.YieldFrom, ast.Call, ast.IfExp, ast.BoolOp, ast.ListComp, ast.SetComp, ast.DictComp,
     ast.GeneratorExp,
 })
+# Python's callables that only iterate what they are handed (no function
+# of the module's or of a type called on the items).
+ITERATING = frozenset({"zip", "zip_longest", "chain", "from_iterable", "islice", "list", "tuple",
+                       "set", "frozenset", "dict", "enumerate", "reversed", "sum", "any", "all",
+                       "deque", "fromkeys", "OrderedDict", "Counter", "pairwise", "batched",
+                       "cycle", "tee", "compress", "product", "len", "range"})
+# Values written out as a container (or a constant): never an iterator.
+_DISPLAYS = (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.SetComp, ast.DictComp,
+             ast.Constant)
+# Expressions that may run a special method or a property of what they act
+# on (a name or a constant alone runs nothing).
+_IMPLICIT_CALLERS = (ast.Call, ast.JoinedStr, ast.BinOp, ast.UnaryOp, ast.Compare, ast.Subscript,
+                     ast.Attribute, ast.BoolOp, ast.IfExp, ast.ListComp, ast.SetComp, ast.DictComp,
+                     ast.GeneratorExp, ast.Starred)
 # A fixpoint that has not settled by then (it grows sets of names; each
 # round adds one at least): every attribute may hold the buffer.
 MAX_ROUNDS = 200
@@ -319,6 +355,10 @@ class _Flow:
         # Attributes this module stores on an instance (anything it calls
         # through ``self.x(...)`` is then not an imported base's method).
         self.stored: set[str] = set()
+        self.stored_by_name = {str(n.args[1].value) for n in ast.walk(tree)
+                               if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                               and n.func.id in ("setattr", "delattr") and len(n.args) > 1
+                               and isinstance(n.args[1], ast.Constant)}
         for n in ast.walk(tree):
             if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load):
                 self.stored.add(n.attr)
@@ -326,6 +366,32 @@ class _Flow:
                 n.func.id == "setattr") and len(n.args) > 1 and isinstance(
                     n.args[1], ast.Constant):
                 self.stored.add(str(n.args[1].value))
+        # Attributes of the layer only ever bound to displays (``self._names
+        # = ["q", "kv"]``) or constants, never otherwise stored, deleted,
+        # registered or set by name: containers, not iterators.
+        bound: dict[str, bool] = {}
+        for n in ast.walk(tree):
+            if isinstance(n, (ast.Assign, ast.AnnAssign)):
+                for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
+                    for x in _targets(t):
+                        if isinstance(x, ast.Attribute):
+                            bound[x.attr] = bound.get(x.attr, True) and x is t and isinstance(
+                                n.value, _DISPLAYS)
+            elif isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load):
+                bound.setdefault(n.attr, False)  # del self.x, self.x += ..., for self.x in
+            elif isinstance(n, ast.Call) and n.args and isinstance(n.args[0], ast.Constant) and (
+                    isinstance(n.func, ast.Attribute) and n.func.attr in REGISTERS):
+                bound[str(n.args[0].value)] = False
+        for n in ast.walk(tree):
+            if isinstance(n, (ast.AugAssign, ast.Delete, ast.For, ast.AsyncFor, ast.With,
+                              ast.NamedExpr, ast.comprehension)):
+                for t in ([n.target] if not isinstance(n, (ast.Delete, ast.With)) else
+                          n.targets if isinstance(n, ast.Delete) else
+                          [i.optional_vars for i in n.items if i.optional_vars is not None]):
+                    for x in ast.walk(t):
+                        if isinstance(x, ast.Attribute):
+                            bound[x.attr] = False
+        self.displays = {a for a, ok in bound.items() if ok} - self.stored_by_name
         self.carriers: set[tuple] = set()
         self.views: dict[tuple, set] = {}  # a name -> the layer's attributes it may be
         self.links: dict[str, set] = {}  # an attribute -> those that may be the same object
@@ -360,6 +426,81 @@ class _Flow:
                 or f.name.startswith("__") and f.name.endswith("__") and f.name != "__init__"
                 or any(not (isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod"))
                        for d in f.decorator_list))}
+        # Code of the module Python or outside code may run without the
+        # module naming it. The layer's (and its bases') properties and
+        # special methods: ``hasattr(self, name)``, ``str(self)``. The
+        # instance methods (but ``__init__``) of the module's other classes
+        # that the module names (makes or hands on an instance of):
+        # ``print(v, file=w)`` calls ``w.write``, a format ``w.__str__``, a
+        # logging handler ``write``. Where the buffer chose the path, or
+        # decides what such code is handed, it may run for the buffer's sake.
+        target = next((c for c in tree.body if isinstance(c, ast.ClassDef)
+                       and c.name == CLASS_NAME), None)
+        bases = {b.id for b in target.bases if isinstance(b, ast.Name)} if target else set()
+        named = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
+                 and isinstance(n.ctx, ast.Load)}
+        self.implicit_here: list = []
+        self.implicit_elsewhere: list = []
+        for c in tree.body:
+            if not isinstance(c, ast.ClassDef):
+                continue
+            layers = c is target or c.name in bases
+            for f in c.body:
+                if not isinstance(f, _DEFS) or f.name == "__init__":
+                    continue
+                special = f.name.startswith("__") and f.name.endswith("__") or f.name in self.properties
+                if layers and special:
+                    self.implicit_here.append(f)
+                elif not layers and c.name in named and not any(
+                        isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")
+                        for d in f.decorator_list):
+                    self.implicit_elsewhere.append(f)
+        # What may hold an instance of such a class: names and attributes
+        # bound to a value that makes or names one (``self._w = W()``,
+        # ``h = StreamHandler(self._w)``), receivers that keep one
+        # (``log.addHandler(h)``); and whether one may be the process's
+        # stdout (``redirect_stdout(w)``: ``print`` writes to it).
+        makers = {c.name for c in tree.body if isinstance(c, ast.ClassDef)
+                  and any(f in self.implicit_elsewhere for f in c.body)}
+        self.holders: set[str] = set()  # names and attribute names, by their text
+        self.stdout_held = False
+        if makers:
+            def holds(e) -> bool:
+                return any(isinstance(n, ast.Name) and (n.id in makers or n.id in self.holders)
+                           or isinstance(n, ast.Attribute) and n.attr in self.holders
+                           for n in ast.walk(e))
+            for _ in range(MAX_ROUNDS):
+                before = (len(self.holders), self.stdout_held)
+                for n in ast.walk(tree):
+                    if isinstance(n, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and n.value is not None and holds(n.value):
+                        for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
+                            for x in _targets(t):
+                                while isinstance(x, ast.Subscript):
+                                    x = x.value  # d[k] = W(): d holds it
+                                if isinstance(x, ast.Name):
+                                    self.holders.add(x.id)
+                                elif isinstance(x, ast.Attribute):
+                                    self.holders.add(x.attr)
+                    elif isinstance(n, (ast.For, ast.comprehension, ast.withitem)):
+                        source, target = (n.context_expr, n.optional_vars) if isinstance(n, ast.withitem) else (n.iter, n.target)
+                        if target is not None and holds(source):
+                            self.holders |= {x.id for x in ast.walk(target) if isinstance(x, ast.Name)}
+                    elif isinstance(n, ast.Call) and any(holds(a) for a in [*n.args, *(k.value for k in n.keywords)]):
+                        f = n.func
+                        if isinstance(f, ast.Attribute):
+                            root = _root(f.value)
+                            if root is not None:
+                                self.holders.add(root.id)  # x.addHandler(h), x.append(w)
+                            if isinstance(f.value, ast.Attribute):
+                                self.holders.add(f.value.attr)
+                        if "redirect" in (f.id if isinstance(f, ast.Name) else getattr(f, "attr", "")):
+                            self.stdout_held = True
+                    elif isinstance(n, ast.FunctionDef):
+                        for d, a in zip(reversed(n.args.defaults), reversed(n.args.args)):
+                            if holds(d):
+                                self.holders.add(a.arg)
+                if (len(self.holders), self.stdout_held) == before:
+                    break
         self.returns: dict[int, set] = {}  # id() of a function -> the attributes it may return
         # What a constructor is handed positionally or by other names may be
         # the buffer (vLLM's model passes it to the layer's __init__).
@@ -379,7 +520,9 @@ class _Flow:
         """``e`` holds something ``expression`` looks at (kept)."""
         found = self._acts.get(id(e))
         if found is None:
-            found = self._acts[id(e)] = any(type(n) in _ACTS for n in self.nodes(e))
+            found = self._acts[id(e)] = any(type(n) in _ACTS or isinstance(n, ast.Compare) and any(
+                isinstance(op, (ast.In, ast.NotIn)) for op in n.ops) or isinstance(n, ast.Subscript)
+                for n in self.nodes(e))
         return found
 
     def nodes(self, e) -> list:
@@ -644,16 +787,30 @@ class _Flow:
             if tainted and fn is not None:
                 self._add(self.touching, id(fn))
             return False
-        if isinstance(s, (ast.If, ast.While)):
+        if isinstance(s, ast.If):
             self.expression(s.test, tainted, fn)
             inner = tainted or self.carries(s.test)
             left = self.block(s.body, inner, fn)
             return self.block(s.orelse, inner, fn) or left
-        if isinstance(s, (ast.For, ast.AsyncFor)):
-            self.expression(s.iter, tainted, fn)
-            inner = tainted or self.carries(s.iter)
-            self.bind(s.target, s.iter, inner)
+        if isinstance(s, (ast.While, ast.For, ast.AsyncFor)):
+            # A loop runs its test (or advances its iterator) and its body
+            # as many times as the buffer decides where it decides the test
+            # or the iterable, or leaves the loop (break, return) on a path
+            # it chose: then every round is chosen, the test and the
+            # iteration with it (``for x in self._ids: if b: break``).
+            head = s.test if isinstance(s, ast.While) else s.iter
+            self.expression(head, tainted, fn)
+            inner = tainted or self.carries(head)
+            if not isinstance(s, ast.While):
+                self.bind(s.target, s.iter, inner)
             left = self.block(s.body, inner, fn)
+            if left and not inner:
+                inner = True
+                if not isinstance(s, ast.While):
+                    self.bind(s.target, s.iter, True)
+                self.block(s.body, True, fn)
+            if inner and not tainted:
+                self.touched_all(head, iterated=not isinstance(s, ast.While))
             return self.block(s.orelse, inner, fn) or left
         if isinstance(s, (ast.With, ast.AsyncWith)):
             chooser = False  # a manager whose exit the buffer may steer
@@ -771,12 +928,28 @@ class _Flow:
             return
         if tainted:
             self.touched_all(e)
+        if (self.implicit_here or self.implicit_elsewhere) and any(
+                isinstance(n, _IMPLICIT_CALLERS) for n in self.nodes(e)):
+            self.implicit(e, tainted)
         if not self.acts(e):
             return
         todo = [(e, tainted)]
         while todo:
             n, t = todo.pop()
             if type(n) not in _ACTS:
+                if isinstance(n, ast.Compare) and not t and any(
+                        isinstance(op, (ast.In, ast.NotIn)) for op in n.ops) and any(
+                        self.carries(v, layer_as_holder=False) for v in [n.left, *n.comparators]):
+                    # x in it advances the iterator until it finds x: as far
+                    # as the buffer decides
+                    for op, v in zip(n.ops, n.comparators):
+                        if isinstance(op, (ast.In, ast.NotIn)):
+                            self.touched_all(v, iterated=True)
+                if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load) and not t and (
+                        self.carries(n.slice, layer_as_holder=False)):
+                    # d[k] with a key the buffer decides: a defaultdict
+                    # inserts it, a __getitem__ may do anything
+                    self.took_in(n.value)
                 if isinstance(n, ast.Compare) and len(n.ops) > 1:
                     # a < b < c runs c only where a < b held: an ``and``
                     chosen = t
@@ -837,6 +1010,30 @@ class _Flow:
                         self.touched_all(p)
                 continue
             todo += [(c, t) for c in self.children(n)]
+
+    def implicit(self, e, tainted: bool) -> None:
+        """``e`` may call code Python calls without a name (a call, a
+        format, an operator, a subscript, an attribute read) on a path the
+        buffer chose, or with a value it decides."""
+        derived = tainted or self.carries(e, layer_as_holder=False)
+        if not derived:
+            return
+        nodes = self.nodes(e)
+        if self.implicit_elsewhere and (self.stdout_held or any(
+                isinstance(n, ast.Name) and n.id in self.holders
+                or isinstance(n, ast.Attribute) and n.attr in self.holders for n in nodes)):
+            for f in self.implicit_elsewhere:
+                self._taint(f)
+            self._add(self.aliases, "*")  # the objects that code acts on are not followed
+        under = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
+        if tainted or any(  # hasattr(self, "a" if b is None else "b"): a property chosen
+                isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                and n.func.id in ("hasattr", "getattr") and len(n.args) > 1
+                and self.carries(n.args[1], layer_as_holder=False) for n in nodes) or any(
+                self.is_layer(n) and id(n) not in under for n in nodes if isinstance(n, ast.Name)) and any(
+                isinstance(n, (ast.JoinedStr, ast.Call, ast.BinOp)) for n in nodes):
+            for f in self.implicit_here:
+                self._taint(f)  # str(self), f"{self}" with a value the buffer decides
 
     def hands_back(self, fn, value) -> None:
         """``fn``'s call may give ``value``'s object back (a lambda's body,
@@ -959,6 +1156,8 @@ class _Flow:
             isinstance(f, ast.Name) and f.id in READERS and self.outside_callee(f)
         ) and any(isinstance(n, ast.Name) and n.id in self.layer_names and attr is None
                   for v in values for n, attr in self.objects(v))  # the layer itself handed on
+        if isinstance(f, ast.Attribute) and f.attr in KEEPERS and f.attr not in self.methods:
+            self.keeps(f.value, values)  # x.append(self._ids), stack.callback(next, self._ids)
         callees = self.callees(f)
         if isinstance(f, ast.Attribute) and _is_super(f.value) and f.attr in self.methods:
             callees = [(fn, 1) for fn in self.methods[f.attr]]  # a module mixin's, perhaps
@@ -1054,10 +1253,45 @@ class _Flow:
             # Understood: what consumes one iterable whole (list(it),
             # dict.fromkeys(names, v)) changes only the iterable, and only
             # where that is what the buffer decides.
-            whole = (f.id if isinstance(f, ast.Name) else f.attr) in WHOLE_CONSUMERS
+            name = f.id if isinstance(f, ast.Name) else f.attr
+            whole = name in WHOLE_CONSUMERS
+            # What only iterates what it is handed (zip, chain, list: no
+            # function called on the items) changes no list the layer holds.
+            iterating = name in ITERATING and all(
+                (n.func.id if isinstance(n.func, ast.Name) else getattr(n.func, "attr", None))
+                in ITERATING for a in values for n in self.nodes(a) if isinstance(n, ast.Call))
             for a in values:
-                if not whole or self.carries(a, layer_as_holder=False):
-                    self.took_in(a)
+                derived = self.carries(a, layer_as_holder=False)
+                if derived or not whole and not self.only_displays(a):
+                    self.took_in(a, displays_kept=iterating)
+
+    def keeps(self, receiver, values) -> None:
+        """``receiver`` keeps ``values`` (a container's item, a callback and
+        its arguments): a change through it later may be a change of what
+        they are."""
+        refs = set().union(*(self.refs(v) for v in values)) if values else set()
+        if not refs:
+            return
+        root = _root(receiver)
+        if root is None:
+            return
+        if self.is_layer(root):
+            first = _first_attr(receiver)
+            if first is not None and first != BUFFER_ATTR:
+                self.link(first, refs)
+        else:
+            k = self.key(root)
+            if not refs <= self.views.get(k, set()):
+                self.views.setdefault(k, set()).update(refs)
+                self.changed = True
+
+    def only_displays(self, e) -> bool:
+        """``e`` is an attribute of the layer that the module only ever
+        binds to a list, tuple, set or dict it writes out (or a constant):
+        a container, which iterating does not change (an iterator would
+        advance)."""
+        return isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and (
+            e.value.id in self.layer_names) and e.attr in self.displays
 
     def _only_reads(self, f, args) -> bool:
         """``f`` is Python's code that reads its arguments without
@@ -1077,9 +1311,15 @@ class _Flow:
             n.id in self.layer_names or "*" in self.views.get(self.key(n), ())
         )
 
-    def touched_all(self, e) -> None:
+    def touched_all(self, e, iterated: bool = False) -> None:
+        """Everything ``e`` names may have changed on a path the buffer
+        chose; ``iterated``: ``e`` is iterated (a loop's head, ``x in e``),
+        which changes no container the layer holds (``only_displays``) but
+        through a method read off it (``self._names.pop()``)."""
         nodes = self.nodes(e)
         read_off = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
+        if iterated:
+            nodes = [n for n in nodes if id(n) in read_off or not self.only_displays(n)]
         # Imported objects handed to a call there (next(_CACHE), next(m.CNT)),
         # or whose method is called (m.D.pop(k), and PENDING.pop() where
         # ``from m import PENDING`` may bind an object as well as a module);
@@ -1101,6 +1341,10 @@ class _Flow:
             elif isinstance(n, ast.Attribute) and isinstance(n.value, ast.Call) and (
                     "*" in self.returned(n.value)):
                 self.touched_attribute(n.attr)  # get()._ids, where get() may give the layer back
+            elif isinstance(n, ast.Call) and self.returned(n) - {"*"}:
+                for view in self.returned(n) - {"*"}:
+                    self.touched_attribute(view)  # next(get()), where get() returns self._ids
+                self.touched(n)
             elif id(n) in read_off and self.is_layer(n):
                 continue  # layer.x: x is what is touched
             elif isinstance(n, ast.Name) and self.key(n)[0] is None and n.id in self.imports:
@@ -1135,12 +1379,17 @@ class _Flow:
             for view in self.views.get(k, ()):
                 self._add(self.aliases, view)
 
-    def took_in(self, e, mutating: bool = True) -> None:
+    def took_in(self, e, mutating: bool = True, displays_kept: bool = False) -> None:
         """The objects ``e`` may be (the layer, its attributes, a name's
         object) may have taken a value that depends on the buffer in;
         ``mutating``: by a store or a method that changes its receiver
-        (``append``, an in-place ``x.fill_``), not any method of it."""
+        (``append``, an in-place ``x.fill_``), not any method of it;
+        ``displays_kept``: ``e`` is only iterated, which changes no
+        container (``only_displays``)."""
         for n, attr in self.objects(e):
+            if displays_kept and attr in self.displays and isinstance(n, ast.Name) and (
+                    n.id in self.layer_names):
+                continue
             if isinstance(n, ast.Name) and n.id in self.layer_names:
                 if attr is None or attr in REGISTRY:
                     self._add(self.aliases, "*")  # the layer itself, or its registries
@@ -1263,6 +1512,8 @@ class _Flow:
             elif isinstance(n, ast.Name):
                 k = self.key(n)
                 found |= self.views.get(k, set())
+                if attr is not None and attr not in REGISTRY and "*" in self.views.get(k, ()):
+                    found.add(attr)  # layer._ids, where layer is the layer: its _ids
                 if k[0] is None and n.id in self.kept:
                     found.add(GLOBAL + n.id)
                 if k[0] is None and n.id in self.imports and id(n) not in receivers:
