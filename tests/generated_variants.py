@@ -469,6 +469,29 @@ MODULE_SHAPES = {
         body="    def _configure(self):\n        m = map(next, [self._ids])\n"
              "        if self.topk_indices_buffer is None:\n            next(m)\n\n",
         warmup=("self._ids = iter(range(1))", "self._configure()", "i = next(self._ids)")),
+    # A loop over the layer's iterator that the buffer leaves early; the
+    # module's code Python runs without a name (print's file, a property
+    # by hasattr with a name the buffer chose); and a list written out,
+    # iterated beside the buffer (plain).
+    "loop-left-by-the-buffer": ModuleShape(
+        body="    def _configure(self):\n        for _x in self._ids:\n"
+             "            if self.topk_indices_buffer is not None:\n                break\n\n",
+        warmup=("self._ids = iter([1, 2, 3])", "self._configure()", "i = next(self._ids)")),
+    "print-to-a-module-writer": ModuleShape(
+        top="class _Writer:\n    def __init__(self):\n        self.log = []\n\n"
+            "    def write(self, s):\n        self.log.append(s)\n\n    def flush(self):\n        pass\n\n\n",
+        body="    def _configure(self):\n        print(self.topk_indices_buffer is None, file=self._w)\n\n",
+        warmup=("self._w = _Writer()", "self._configure()", "x = self._w.log.index('False')")),
+    "hasattr-runs-a-chosen-property": ModuleShape(
+        body="    @property\n    def _p1(self):\n        next(self._ids)\n        return 1\n\n"
+             "    @property\n    def _p2(self):\n        return 2\n\n"
+             "    def _configure(self):\n"
+             "        hasattr(self, '_p1' if self.topk_indices_buffer is None else '_p2')\n\n",
+        warmup=("self._ids = iter([1])", "self._configure()", "i = next(self._ids)")),
+    "zip-of-a-written-out-list-plain": ModuleShape(
+        body="    def _configure(self):\n"
+             "        self._flags = dict(zip(self._names, (self.compress_ratio > 1, False)))\n\n",
+        warmup=("self._names = ['q', 'kv']", "self._configure()", "x = self._names[0]"), plain=True),
     "zip-advances-by-a-constant-plain": ModuleShape(
         body="    def _configure(self):\n        list(zip([0], self._ids))\n\n",
         warmup=("self._ids = iter(range(2))", "self._configure()", "i = next(self._ids)"), plain=True),

@@ -60,7 +60,10 @@ def test_get_forward_context_from_a_fork_module_around_the_fixed_branch_crashes_
                                     "next-with-a-default-over-a-module-iterator",
                                     "generator-stopped-by-any",
                                     "zip-advances-by-the-buffer",
-                                    "lazy-map-advanced-by-the-buffer"])
+                                    "lazy-map-advanced-by-the-buffer",
+                                    "loop-left-by-the-buffer",
+                                    "print-to-a-module-writer",
+                                    "hasattr-runs-a-chosen-property"])
 def test_state_the_buffer_changes_in_a_method_the_warmup_calls_crashes_and_reads_unknown(
         module, flashmla, cpu_workspace, tmp_path):
     """Around upstream's fixed branch, each of these shapes fails the
