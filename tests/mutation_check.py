@@ -946,7 +946,9 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     ),
     "walk-layer-as-holder-decides": (
         "zip([0], self._ids) in __init__ is handed a value the buffer decides (the layer holds it)",
-        [("warmup_shape/aliases.py", "                tainted or any(self.carries(a, layer_as_holder=False) for a in values)):\n",
+        [("warmup_shape/aliases.py", "        if of_python and not self._only_reads(f, args) and (\n"
+          "                tainted or any(self.carries(a, layer_as_holder=False) for a in values)):\n",
+          "        if of_python and not self._only_reads(f, args) and (\n"
           "                tainted or any(self.carries(a) for a in values)):\n")],
     ),
     "walk-number-readers-iterate": (
@@ -1017,6 +1019,40 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         "for x in get(): ... (get returns self._ids) under a choice leaves self._ids",
         [("warmup_shape/aliases.py", "                    self.touched_attribute(view)  # next(get()), where get() returns self._ids\n",
           "                    pass\n")],
+    ),
+    "walk-subclasses-not-makers": (
+        "class W2(W): pass makes no instance whose W methods Python may call",
+        [("warmup_shape/aliases.py", "            makers |= more\n", "            break\n")],
+    ),
+    "walk-chainmap-opaque": (
+        "ChainMap(self._d)['x'] = v does not change self._d",
+        [("warmup_shape/aliases.py", '"memoryview", "defaultdict", "ChainMap", "new_child"})',
+          '"memoryview", "defaultdict"})')],
+    ),
+    "walk-class-made-on-the-spot-opaque": (
+        "namedtuple('Box', 'l')(self._l) keeps nothing of self._l",
+        [("warmup_shape/aliases.py", ") and f.attr in PASS_THROUGH or isinstance(f, (ast.Call, ast.Subscript, ast.Lambda)):",
+          ") and f.attr in PASS_THROUGH:")],
+    ),
+    "walk-chosen-property-read-runs-nothing": (
+        "self._p if b is None else 0 does not run the getter by the buffer's choice",
+        [("warmup_shape/aliases.py", "                self._taint(fn)  # read where the buffer chose: its getter runs by that choice\n",
+          "                pass\n")],
+    ),
+    "walk-process-settings-ignored": (
+        "torch.set_grad_enabled(b is not None) changes nothing the warmup reads",
+        [("warmup_shape/aliases.py", "            self._add(self.aliases, \"*\")\n        if isinstance(f, ast.Attribute) and f.attr in KEEPERS",
+          "            pass\n        if isinstance(f, ast.Attribute) and f.attr in KEEPERS")],
+    ),
+    "walk-starred-reaches-self": (
+        "super().__init__(*args) hands the buffer to self",
+        [("warmup_shape/aliases.py", "        every = [p.arg for p in _params(fn) if p.arg not in bound]\n",
+          "        every = [p.arg for p in _params(fn)]\n")],
+    ),
+    "walk-str-methods-unnamed": (
+        "' '.join(...) is a callee the walk cannot name",
+        [("warmup_shape/aliases.py", "                isinstance(f.value, ast.Constant) and isinstance(f.value.value, (str, bytes))))\n",
+          "                False))\n")],
     ),
     "exports-raw-unread": (
         "Splunk's _raw and GELF's short_message are no message",

@@ -126,7 +126,7 @@ PASS_THROUGH = frozenset({"next", "iter", "cast", "getattr", "reversed", "min", 
                           "partial",
                           # what keeps what it is handed and hands it back or
                           # acts on it later: a view, a default factory
-                          "memoryview", "defaultdict"})
+                          "memoryview", "defaultdict", "ChainMap", "new_child"})
 # Methods of Python's containers that put their argument in; handed out
 # bound (``map(x.append, items)``), they put it into ``x``.
 MUTATORS = frozenset({"append", "appendleft", "extend", "extendleft", "add", "update", "insert",
@@ -462,6 +462,12 @@ class _Flow:
         # stdout (``redirect_stdout(w)``: ``print`` writes to it).
         makers = {c.name for c in tree.body if isinstance(c, ast.ClassDef)
                   and any(f in self.implicit_elsewhere for f in c.body)}
+        for _ in range(len(tree.body)):  # class W2(W): pass makes a W too
+            more = {c.name for c in tree.body if isinstance(c, ast.ClassDef) and c.name not in makers
+                    and any(isinstance(b, ast.Name) and b.id in makers for b in c.bases)}
+            if not more:
+                break
+            makers |= more
         self.holders: set[str] = set()  # names and attribute names, by their text
         self.stdout_held = False
         if makers:
@@ -1136,8 +1142,9 @@ class _Flow:
                 f.id not in self.classes and f.id not in self.data_names
             )
         if isinstance(f, ast.Attribute):
-            return f.attr not in self.methods and (_is_super(f.value) or _root(f) is not None)
-        return False
+            return f.attr not in self.methods and (_is_super(f.value) or _root(f) is not None or (
+                isinstance(f.value, ast.Constant) and isinstance(f.value.value, (str, bytes))))
+        return False  # (" ".join(...), "{}".format(...): a str's method)
 
     def call(self, c: ast.Call, tainted: bool) -> None:
         args = [a.value if isinstance(a, ast.Starred) else a for a in c.args]
@@ -1156,6 +1163,12 @@ class _Flow:
             isinstance(f, ast.Name) and f.id in READERS and self.outside_callee(f)
         ) and any(isinstance(n, ast.Name) and n.id in self.layer_names and attr is None
                   for v in values for n, attr in self.objects(v))  # the layer itself handed on
+        name = f.id if isinstance(f, ast.Name) else getattr(f, "attr", "")
+        if _sets_process_state(name) and self.outside_callee(f) and (
+                tainted or any(self.carries(a, layer_as_holder=False) for a in values)):
+            # torch.set_grad_enabled(b is not None), logger.setLevel(...):
+            # process-wide state the warmup may read, set by the buffer
+            self._add(self.aliases, "*")
         if isinstance(f, ast.Attribute) and f.attr in KEEPERS and f.attr not in self.methods:
             self.keeps(f.value, values)  # x.append(self._ids), stack.callback(next, self._ids)
         callees = self.callees(f)
@@ -1362,6 +1375,8 @@ class _Flow:
             self._add(self.aliases, attr)  # a cached_property's value is fixed there
             for view in self.property_returns(attr):
                 self._add(self.aliases, view)  # next(self.prop): the object it returns
+            for fn in self.methods.get(attr, ()):
+                self._taint(fn)  # read where the buffer chose: its getter runs by that choice
 
     def touched(self, n) -> None:
         """``n`` runs on a path the buffer chose: any object it names may
@@ -1470,7 +1485,9 @@ class _Flow:
                     todo.append((f.value, None))
                 if isinstance(f, ast.Name) and f.id in PASS_THROUGH or isinstance(
                     f, ast.Attribute
-                ) and f.attr in PASS_THROUGH:
+                ) and f.attr in PASS_THROUGH or isinstance(f, (ast.Call, ast.Subscript, ast.Lambda)):
+                    # (namedtuple("Box", "l")(self._l): a class made on the
+                    # spot keeps what it is handed)
                     todo += [(a, None) for a in n.args] + [(k.value, None) for k in n.keywords]
                 elif isinstance(f, ast.Attribute) and n.args and (
                     f.attr in TORCH_VIEWS or isinstance(f.value, ast.Attribute)
@@ -1541,7 +1558,10 @@ class _Flow:
         a = fn.args
         positional = [*a.posonlyargs, *a.args][offset:]
         named = {p.arg for p in [*a.args, *a.kwonlyargs]}
-        every = [p.arg for p in _params(fn)]
+        # what ``*xs``/``**kw`` may reach: not the parameters the call binds
+        # already (``super().__init__(*args)`` never hands ``self``)
+        bound = {p.arg for p in [*a.posonlyargs, *a.args][:offset]}
+        every = [p.arg for p in _params(fn) if p.arg not in bound]
         for i, arg in enumerate(c.args):
             if isinstance(arg, ast.Starred):
                 names, arg = every, arg.value
@@ -1615,6 +1635,14 @@ def _is_super(node) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and (
         node.func.id == "super"
     )
+
+
+def _sets_process_state(name: str) -> bool:
+    """A function or method that sets what the whole process reads
+    (torch's defaults and switches, a logger's level, the seed)."""
+    return name != "set_" and (name.startswith(("set_", "use_", "enable", "disable", "manual_seed"))
+                               or name.startswith("set") and name[3:4].isupper()
+                               or name in ("seed", "basicConfig", "captureWarnings"))
 
 
 def _names_layer(e, layer_names) -> bool:
