@@ -944,13 +944,6 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         [("warmup_shape/aliases.py", "                if derived or not whole and not self.only_displays(a):\n",
           "                if True:\n")],
     ),
-    "walk-layer-as-holder-decides": (
-        "zip([0], self._ids) in __init__ is handed a value the buffer decides (the layer holds it)",
-        [("warmup_shape/aliases.py", "        if of_python and not self._only_reads(f, args) and (\n"
-          "                tainted or any(self.carries(a, layer_as_holder=False) for a in values)):\n",
-          "        if of_python and not self._only_reads(f, args) and (\n"
-          "                tainted or any(self.carries(a) for a in values)):\n")],
-    ),
     "walk-number-readers-iterate": (
         "max(self.compress_ratio, width) and math.ceil(...) may advance what they are handed",
         [("warmup_shape/aliases.py", "            return f.id in READERS or f.id in NUMBER_READERS or (\n",

@@ -1258,7 +1258,7 @@ class _Flow:
             if isinstance(a, ast.Attribute) and a.attr in MUTATORS:
                 self.took_in(a.value)  # map(x.append, [v]): x's bound method handed out
         if of_python and not self._only_reads(f, args) and (
-                tainted or any(self.carries(a, layer_as_holder=False) for a in values)):
+                tainted or any(self.carries(a) for a in values)):
             # Python's code (not a kernel's) handed a value the buffer
             # decides may do to everything else it is handed what that
             # value decides: zip([0] * (b is None), self._ids) advances the
