@@ -8,7 +8,9 @@ raise.
 
 Each case is one a reviewer found by running the classifier's mutants
 (``tests/mutation_score.py``, survivors of ``warmup_shape/aliases.py``):
-the mutant read it otherwise. Each unsafe case was run as Python on a
+the mutant read it otherwise; or one a reviewer's probe of generated
+forks found read ``fixed`` while it crashed (``probe-*``, ``probe2-*``),
+or read ``unknown`` while it was plain (``probe-control-*``). Each unsafe case was run as Python on a
 stand-in layer with the buffer None: the warmup fails (``None.shape``, a
 drained iterator, an emptied list, a failing assert), and it runs with a
 tensor. Sources are vLLM 0.27.1's ``flashmla.py`` with vLLM #50693 applied
