@@ -983,8 +983,8 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     ),
     "walk-other-classes-never-called-back": (
         "print(v, file=self._w) never runs the module's W.write",
-        [("warmup_shape/aliases.py", "        if self.implicit_elsewhere and (self.stdout_held or any(\n",
-          "        if False and (self.stdout_held or any(\n")],
+        [("warmup_shape/aliases.py", "        if self.implicit_elsewhere and (tainted and any(self.may_run_elsewhere(n) for n in nodes)\n",
+          "        if False and (tainted and any(self.may_run_elsewhere(n) for n in nodes)\n")],
     ),
     "walk-layer-properties-never-called-back": (
         "hasattr(self, 'a' if b is None else 'b') runs no property",
@@ -1023,9 +1023,69 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
           '"memoryview", "defaultdict"})')],
     ),
     "walk-class-made-on-the-spot-opaque": (
-        "namedtuple('Box', 'l')(self._l) keeps nothing of self._l",
-        [("warmup_shape/aliases.py", ") and f.attr in PASS_THROUGH or isinstance(f, (ast.Call, ast.Subscript, ast.Lambda)):",
-          ") and f.attr in PASS_THROUGH:")],
+        "namedtuple('Box', 'l')(self._l), SimpleNamespace(l=self._l) keep nothing of self._l",
+        [("warmup_shape/aliases.py", "        return not (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and (\n",
+          "        return False and not (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and (\n")],
+    ),
+    "walk-outside-code-allowed-anything": (
+        "np.copyto(self._a, v), torch.rand(n), warnings.simplefilter(v) in __init__ change nothing the warmup reads",
+        [("warmup_shape/aliases.py", "        if (carried or receiver) and self.builds(c) and not self.understood(c):\n",
+          "        if False and (carried or receiver) and self.builds(c) and not self.understood(c):\n")],
+    ),
+    "walk-understood-methods-emptied": (
+        "a list's append or a string's method beside a test on the buffer is outside code not understood",
+        [("warmup_shape/aliases.py", "            elif f.attr in UNDERSTOOD_METHODS:\n                name = f.attr  # a method of an object: x.append(v), t.fill_(v)\n",
+          "            elif False:\n                name = f.attr  # a method of an object: x.append(v), t.fill_(v)\n")],
+    ),
+    "walk-torch-factories-not-understood": (
+        "torch.zeros(n) with n the buffer decides is outside code not understood",
+        [("warmup_shape/aliases.py", "                        f.attr in TORCH_FACTORIES or f.attr in TORCH_VIEWS)\n",
+          "                        f.attr in TORCH_VIEWS)\n")],
+    ),
+    "walk-base-methods-are-vllms": (
+        "self.train(b is None), self.to(dtype) in __init__: nn.Module's methods taken as vLLM's own code",
+        [("warmup_shape/aliases.py", "                if self.builds(c) and (\n                        tainted or any(self.carries(a, layer_as_holder=False) for a in values)):\n                    self._add(self.aliases, \"*\")\n                return\n",
+          "                return\n")],
+    ),
+    "walk-forward-paths-strict-too": (
+        "the forward paths' kernel calls with the buffer are held to the allow-list (every release reads unknown)",
+        [("warmup_shape/aliases.py", "        return fn is None or id(fn) in self.building\n",
+          "        return True\n")],
+    ),
+    "walk-kernels-not-understood": (
+        "vLLM's functions handed the buffer in the forward paths are outside code not understood",
+        [("warmup_shape/aliases.py", "        return root.id not in self.torch_names and root.id not in self.numpy_names\n",
+          "        return False\n")],
+    ),
+    "walk-attribute-stored-on-one-side-exists": (
+        "if b is not None: self._k = ...: the warmup's self._k is taken to exist",
+        [("warmup_shape/aliases.py", "                return self.aliases | {DELETED + a for a in self.chosen_stores - self.always_stored}\n",
+          "                return self.aliases\n")],
+    ),
+    "walk-always-stored-by-both-arms-missed": (
+        "an attribute stored on both sides of a test on the buffer is taken to be missing on one",
+        [("warmup_shape/aliases.py", "                    out |= b if a is universe else a if b is universe else a & b\n",
+          "                    out |= set()\n")],
+    ),
+    "walk-del-by-the-buffer-ignored": (
+        "if b is None: del self._f: the warmup's self._f is taken to exist",
+        [("warmup_shape/aliases.py", "                            self.deleted(ast.Constant(x.attr))\n",
+          "                            pass\n")],
+    ),
+    "walk-dropped-generators-run-nothing": (
+        "self._gen = None on a path the buffer chose runs no generator's finally",
+        [("warmup_shape/aliases.py", "            if tainted and self.finalizers:\n                self._add(self.aliases, \"*\")  # what it drops may run code (a generator's finally)\n            self.expression(s.value, tainted, fn)\n",
+          "            self.expression(s.value, tainted, fn)\n")],
+    ),
+    "walk-skipped-arm-changes-nothing": (
+        "_d = {}; if b is not None: _d['k'] = 1; _d['k'] in the warmup reads as if the store ran",
+        [("warmup_shape/statements.py", "            if changes:\n                # With the buffer, the skipped code changes these objects:\n",
+          "            if False:\n                # With the buffer, the skipped code changes these objects:\n")],
+    ),
+    "walk-skipped-changes-read-plainly": (
+        "an item or attribute that code skipped for lack of the buffer changes is read as plain",
+        [("warmup_shape/expressions.py", "            if (name, None) in self.skipped_changes or (name, attr) in self.skipped_changes:\n",
+          "            if False:\n")],
     ),
     "walk-chosen-property-read-runs-nothing": (
         "self._p if b is None else 0 does not run the getter by the buffer's choice",

@@ -95,16 +95,23 @@ Assumed, not proven: code outside the module that is handed none of the
 above does not raise for lack of the buffer (it may raise for other reasons:
 ``affected`` can then be wrong, never ``fixed``); attributes of the layer
 other than the buffer and the R1 aliases are not derived from it: what
-imported bases' methods store, and what outside functions put into the
-objects they are handed (but for the forms ``aliases`` names); outside code
-handed a value derived from the buffer, or run on a path a test on it
-chose, keeps nothing of it and changes no state of its own that the warmup
-reads later (its module's objects, caches, closures, what it returns), and
-nothing changes process-wide settings by the buffer (torch's grad mode,
-default dtype or seed, loggers' levels, files); values the
-walk keeps opaque (a list or dict it built, a comprehension's loop variable,
-a name nothing binds) raise nothing when read: a crash there does not depend
-on the buffer (it would stop those layers with a buffer too). A context
+vLLM's imported bases' methods store, and what vLLM's and the kernel
+packages' functions (flashinfer, triton, deep_gemm, einops; not torch's,
+not numpy's) put into the objects they are handed, in the forward paths
+too; code run while the module is imported or the layer is built
+(``__init__`` and what it calls) may hand a value the buffer decides, or
+run on a path a test on it chose, only to what ``aliases`` understands
+(Python's builtins and ``itertools``/``collections``/``math``, containers',
+strings' and tensors' own methods, torch's factories, views and
+deterministic in-place functions, vLLM's code): anything else there (numpy,
+torch's random numbers and switches, ``warnings``, files, logging,
+nn.Module's own methods) may change what the warmup reads; outside code in
+the forward paths changes no state the warmup reads later but for the forms
+``aliases`` names; values the walk keeps opaque (a list or dict it built, a
+comprehension's loop variable, a name nothing binds) raise nothing when
+read, unless code that a test on the buffer skipped changes them: a crash
+there does not depend on the buffer (it would stop those layers with a
+buffer too). A context
 manager other than ``torch.no_grad``-like ones may swallow an exception, so
 the code after its ``with`` is walked as maybe reached. Imported bases are
 outside code too: what they define is not known (R5), and their metaclass

@@ -67,14 +67,36 @@ functions', the module's):
   runs without a name: the layer's properties and special methods run by
   the buffer's choice where an expression on a chosen path, a
   ``hasattr``/``getattr`` whose name is derived, or a format of the layer
-  with a derived value may run them; the instance methods of the module's
-  other classes (``print(v, file=w)`` calls ``w.write``) make ``*`` where
-  a derived value or a chosen path meets what may hold an instance, or
-  stdout is redirected to one. Methods of imported bases (``super().m``, ``self.m``
-  that the module neither defines nor stores) are vLLM's own code; outside
-  functions handed objects of the layer besides such a value (kernels
-  writing their outputs) are assumed not to put it in them, but for the
-  forms named above: the assumption stated in the package's docstring.
+  with a derived value may run them; the methods of the module's other
+  classes (``print(v, file=w)`` calls ``w.write``, ``E(v)`` an enum's
+  ``_missing_``, ``E.A == 0`` its ``__eq__``) make ``*`` where a chosen
+  path may run an object's special method, a truth test or an operator,
+  or where a derived value meets what may hold an instance, or stdout is
+  redirected to one; where the module has a generator, a ``__del__`` or
+  ``weakref``, a store or ``del`` on a chosen path (it may drop an object
+  whose ``finally`` runs) makes ``*``.
+- *While the layer is built* (the module's top level, class bodies,
+  constructors and what they call by name, the properties they read): an
+  allow-list. Outside code handed a value the buffer decides, or called on
+  a path it chose, is understood only as Python's builtins and
+  ``itertools``/``collections``/``math`` (those that call a function they
+  are handed, only with a builtin or a container's method), containers',
+  strings' and tensors' own methods, torch's factories, views and
+  deterministic in-place functions, and vLLM's and the kernel packages'
+  code (not torch's or numpy's namespace); anything else (numpy's writes,
+  torch's random numbers and switches, ``warnings``, files, logging,
+  nn.Module's own methods such as ``self.to(dtype)``) makes ``*``; what
+  outside code returns may keep (or be) what it is handed
+  (``SimpleNamespace(l=self._l)``, ``np.asarray(t)``) but for what makes a
+  new value (``len``, ``list``, ``torch.zeros``). An attribute of the
+  layer stored (or registered) only on a path the buffer chose and not on
+  every path of ``__init__`` that returns, or deleted on one, may be
+  missing: ``DELETED`` + its name. Methods of imported bases in the
+  forward paths (``super().m``, ``self.m`` that the module neither defines
+  nor stores) are vLLM's own code; there, outside functions handed objects
+  of the layer besides such a value (kernels writing their outputs) are
+  assumed not to put it in them, but for the forms named above: the
+  assumption stated in the package's docstring.
 """
 
 from __future__ import annotations
@@ -149,6 +171,40 @@ TORCH_VIEWS = frozenset({"narrow", "select", "as_strided", "view_as_real", "view
 # torch's classes whose methods, called unbound (``torch.Tensor.view(x, -1)``),
 # act on their first argument as on a receiver.
 TORCH_CLASSES = frozenset({"Tensor", "Parameter"})
+# What outside code is understood to do when handed a value the buffer
+# decides, or when run on a path the buffer chose (the allow-list; any other
+# such call makes ``*``: it may set what the whole process reads, such as
+# torch's switches and random state, warnings' filters or a file, run code
+# it keeps, or change objects it was handed before). Builtins by name:
+UNDERSTOOD_BUILTINS = (READERS - {"print"}) | NUMBER_READERS | WHOLE_CONSUMERS | frozenset({
+    "zip", "range", "map", "filter", "slice", "bytes", "bytearray", "object"})
+# Python's modules whose functions are understood (as their builtins are).
+UNDERSTOOD_MODULES = frozenset({"itertools", "collections", "math"})
+# Of those, the callables that call a function they are handed (the
+# position of that function, or its keyword): understood only where it is
+# a builtin above or a container's method (``map(str, v)``, ``map(x.append, v)``).
+CALLERS = {"map": 0, "filter": 0, "starmap": 0, "takewhile": 0, "dropwhile": 0,
+           "filterfalse": 0, "defaultdict": 0, "accumulate": 1, "sorted": "key", "min": "key",
+           "max": "key", "groupby": "key", "iter": 0}
+# torch's functions understood: they make a new tensor, or a view of their
+# first argument (``TORCH_VIEWS``), and act on nothing else (no random state).
+TORCH_FACTORIES = frozenset({"empty", "zeros", "ones", "full", "arange", "tensor", "empty_like",
+                             "zeros_like", "ones_like", "full_like", "eye", "linspace"})
+# Methods understood on any receiver: they act on the receiver (which then
+# takes the value in) and nothing else: containers', strings', tensors'
+# (the in-place ones that draw no random numbers).
+UNDERSTOOD_METHODS = (MUTATORS - {"push"}) | frozenset({
+    "get", "keys", "values", "items", "copy", "count", "index", "pop", "popleft", "remove",
+    "clear", "sort", "reverse", "discard",
+    "format", "join", "split", "rsplit", "strip", "lstrip", "rstrip", "startswith", "endswith",
+    "lower", "upper", "replace", "encode", "decode", "partition", "rpartition",
+    "fill_", "zero_", "zeros_", "ones_", "constant_", "copy_", "add_", "sub_", "mul_", "div_", "clamp_", "masked_fill_",
+    "index_fill_", "index_copy_", "index_add_", "index_put_", "scatter_", "scatter_add_",
+    "view", "view_as", "reshape", "sum", "mean", "size", "dim", "numel", "to", "clone",
+    "contiguous", "item", "tolist", "float", "half", "bfloat16", "int", "long", "bool", "cpu",
+    "cuda", "detach", "flatten", "unsqueeze", "squeeze", "transpose", "permute", "narrow",
+    "select", "expand", "new_empty", "new_zeros", "new_ones", "new_full", "stride",
+    "is_contiguous", "element_size"}) | TORCH_VIEWS
 # What ``expression`` acts on (everything else it only walks through).
 _ACTS = frozenset({
     ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.NamedExpr, ast.Yield,
@@ -176,6 +232,9 @@ MAX_ROUNDS = 200
 # ``GLOBAL + name`` (a space: never an attribute's name). When one of them
 # takes a value in, that module-level name is a carrier.
 GLOBAL = "<module> "
+# An attribute of the layer the module may delete on a path the buffer
+# chose (``del self.x``): ``DELETED + "x"``; ``DELETED + "*"``: any.
+DELETED = "<deleted> "
 # What the module imports, as one pool: an imported object (``from m import
 # _CACHE``) and an attribute of an imported module (``m._CACHE``) may be one
 # object, which the module's text cannot tell. One of them taking a value in
@@ -346,6 +405,19 @@ class _Flow:
             for n in _import_names(stmt)}
         self.math_names = {a.asname or a.name for stmt in tree.body if isinstance(stmt, ast.Import)
                            for a in stmt.names if a.name == "math"}
+        self.numpy_names = {
+            n for stmt in tree.body
+            if isinstance(stmt, ast.Import) and any(a.name.split(".")[0] == "numpy" for a in stmt.names)
+            or isinstance(stmt, ast.ImportFrom) and not stmt.level
+            and (stmt.module or "").split(".")[0] == "numpy"
+            for n in _import_names(stmt)}
+        # Names bound to Python's understood modules (``import itertools as
+        # it``) and to their functions (``from itertools import islice``).
+        self.py_modules = {a.asname or a.name for stmt in tree.body if isinstance(stmt, ast.Import)
+                           for a in stmt.names if a.name in UNDERSTOOD_MODULES}
+        self.py_functions = {(a.asname or a.name): a.name for stmt in tree.body
+                             if isinstance(stmt, ast.ImportFrom) and not stmt.level
+                             and stmt.module in UNDERSTOOD_MODULES for a in stmt.names}
         self.torch_names = {  # import torch..., from torch... import x
             n for stmt in tree.body
             if isinstance(stmt, ast.Import) and all(a.name.split(".")[0] == "torch" for a in stmt.names)
@@ -420,6 +492,11 @@ class _Flow:
                   and id(n) not in called}
         self.generators = {id(f) for f in self._functions if isinstance(f, _DEFS) and any(
             isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(f))}
+        # Code that may run when an object is dropped: a generator's
+        # ``finally`` or ``with``, a ``__del__``, what ``weakref`` keeps. A
+        # store on a path the buffer chose may drop one.
+        self.finalizers = bool(self.generators) or "__del__" in self.methods or any(
+            n == "weakref" for n in self.imports)
         self.swallowed: set[int] = {
             id(f) for f in self._functions if isinstance(f, _DEFS) and (
                 f.name in handed
@@ -429,45 +506,47 @@ class _Flow:
         # Code of the module Python or outside code may run without the
         # module naming it. The layer's (and its bases') properties and
         # special methods: ``hasattr(self, name)``, ``str(self)``. The
-        # instance methods (but ``__init__``) of the module's other classes
-        # that the module names (makes or hands on an instance of):
-        # ``print(v, file=w)`` calls ``w.write``, a format ``w.__str__``, a
-        # logging handler ``write``. Where the buffer chose the path, or
-        # decides what such code is handed, it may run for the buffer's sake.
+        # methods (but ``__init__``) of the module's other classes that the
+        # module names, wherever they are defined: ``print(v, file=w)`` calls
+        # ``w.write``, a format ``w.__str__``, ``E(v)`` an enum's
+        # ``_missing_``, a logging handler ``write``. Where the buffer chose
+        # the path, or decides what such code is handed, it may run for the
+        # buffer's sake.
         target = next((c for c in tree.body if isinstance(c, ast.ClassDef)
                        and c.name == CLASS_NAME), None)
+        self.layer_class = target
         bases = {b.id for b in target.bases if isinstance(b, ast.Name)} if target else set()
         named = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
-                 and isinstance(n.ctx, ast.Load)}
+                 and isinstance(n.ctx, ast.Load)} | {
+                     n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
         self.implicit_here: list = []
         self.implicit_elsewhere: list = []
-        for c in tree.body:
+        for c in ast.walk(tree):
             if not isinstance(c, ast.ClassDef):
                 continue
-            layers = c is target or c.name in bases
+            layers = c is target or c in tree.body and c.name in bases
             for f in c.body:
                 if not isinstance(f, _DEFS) or f.name == "__init__":
                     continue
                 special = f.name.startswith("__") and f.name.endswith("__") or f.name in self.properties
                 if layers and special:
                     self.implicit_here.append(f)
-                elif not layers and c.name in named and not any(
-                        isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")
-                        for d in f.decorator_list):
+                elif not layers and c.name in named:
                     self.implicit_elsewhere.append(f)
         # What may hold an instance of such a class: names and attributes
         # bound to a value that makes or names one (``self._w = W()``,
         # ``h = StreamHandler(self._w)``), receivers that keep one
         # (``log.addHandler(h)``); and whether one may be the process's
         # stdout (``redirect_stdout(w)``: ``print`` writes to it).
-        makers = {c.name for c in tree.body if isinstance(c, ast.ClassDef)
-                  and any(f in self.implicit_elsewhere for f in c.body)}
-        for _ in range(len(tree.body)):  # class W2(W): pass makes a W too
-            more = {c.name for c in tree.body if isinstance(c, ast.ClassDef) and c.name not in makers
+        classes = [c for c in ast.walk(tree) if isinstance(c, ast.ClassDef)]
+        makers = {c.name for c in classes if any(f in self.implicit_elsewhere for f in c.body)}
+        for _ in range(len(classes)):  # class W2(W): pass makes a W too
+            more = {c.name for c in classes if c.name not in makers
                     and any(isinstance(b, ast.Name) and b.id in makers for b in c.bases)}
             if not more:
                 break
             makers |= more
+        self.makers = makers
         self.holders: set[str] = set()  # names and attribute names, by their text
         self.stdout_held = False
         if makers:
@@ -507,6 +586,9 @@ class _Flow:
                                 self.holders.add(a.arg)
                 if (len(self.holders), self.stdout_held) == before:
                     break
+        self.building = self._building(tree)
+        self.chosen_stores: set[str] = set()  # attributes stored on a path the buffer chose
+        self.always_stored = self._always_stored(self.layer_class)
         self.returns: dict[int, set] = {}  # id() of a function -> the attributes it may return
         # What a constructor is handed positionally or by other names may be
         # the buffer (vLLM's model passes it to the layer's __init__).
@@ -515,6 +597,44 @@ class _Flow:
                 for p in (fn.args.vararg, fn.args.kwarg):
                     if p is not None:
                         self.carriers.add((id(fn), p.arg))
+
+    def _building(self, tree: ast.Module) -> set[int]:
+        """id() of the functions that may run while the module is imported
+        and the layer is built: the constructors of the module's classes,
+        what they and the module's top level call of this module's code (by
+        name, to a fixpoint), the properties they read, and the functions
+        defined inside those. The other methods (the forward paths) run with
+        attention metadata, after the first warmup."""
+        found: set[int] = set()
+        todo = [fn for inits in self.inits.values() for fn in inits]
+
+        def at_import(body) -> None:  # what runs when a module or class body runs
+            for s in body:
+                if isinstance(s, ast.ClassDef):
+                    todo.extend([*s.bases, *s.keywords, *s.decorator_list])
+                    at_import(s.body)
+                elif isinstance(s, _DEFS):
+                    todo.extend([*s.decorator_list, *s.args.defaults,
+                                 *(d for d in s.args.kw_defaults if d is not None)])
+                else:
+                    todo.append(s)
+        at_import(tree.body)
+        seen: set[int] = set()
+        while todo:
+            node = todo.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            if isinstance(node, _FUNCTIONS):
+                found.add(id(node))
+            for n in ast.walk(node):
+                if isinstance(n, _FUNCTIONS) and n is not node:
+                    todo.append(n)
+                elif isinstance(n, ast.Call):
+                    todo += [fn for fn, _ in self.callees(n.func) or ()]
+                elif isinstance(n, ast.Attribute) and n.attr in self.properties:
+                    todo += self.methods.get(n.attr, [])
+        return found
 
     def children(self, e) -> list:
         found = self._children.get(id(e))
@@ -696,7 +816,9 @@ class _Flow:
                                     self.link(t.id, self.refs(s.value))
                                     self.link(GLOBAL + stmt.name, self.refs(s.value))
             if not self.changed:
-                return self.aliases
+                # An attribute stored only on a path the buffer chose may
+                # be missing on the other: reading it may raise.
+                return self.aliases | {DELETED + a for a in self.chosen_stores - self.always_stored}
         return self.aliases | {"*"}
 
     def defaults(self, fn) -> None:
@@ -758,6 +880,8 @@ class _Flow:
                         if other is not t and not isinstance(other, ast.Name):
                             self.bind(t, other, False)
         if isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            if tainted and self.finalizers:
+                self._add(self.aliases, "*")  # what it drops may run code (a generator's finally)
             self.expression(s.value, tainted, fn)
             for t in (s.targets if isinstance(s, ast.Assign) else [s.target]):
                 self.expression(t, tainted, fn)
@@ -790,11 +914,14 @@ class _Flow:
             # no ``try`` shows it may be caught, see ``swallowed``.
             for child in ast.iter_child_nodes(s):
                 self.expression(child, tainted, fn)
+            if isinstance(s, ast.Assert):
+                self.truth(s.test, tainted)
             if tainted and fn is not None:
                 self._add(self.touching, id(fn))
             return False
         if isinstance(s, ast.If):
             self.expression(s.test, tainted, fn)
+            self.truth(s.test, tainted)
             inner = tainted or self.carries(s.test)
             left = self.block(s.body, inner, fn)
             return self.block(s.orelse, inner, fn) or left
@@ -806,6 +933,7 @@ class _Flow:
             # iteration with it (``for x in self._ids: if b: break``).
             head = s.test if isinstance(s, ast.While) else s.iter
             self.expression(head, tainted, fn)
+            self.truth(head, tainted)  # (iter() of the head: its __iter__)
             inner = tainted or self.carries(head)
             if not isinstance(s, ast.While):
                 self.bind(s.target, s.iter, inner)
@@ -861,6 +989,12 @@ class _Flow:
             for t in s.targets:
                 self.expression(t, tainted, fn)
                 self.bind(t, ast.Constant(None), tainted)
+                if tainted:  # del self.x on a path the buffer chose: reading x may raise
+                    for x in ast.walk(t):
+                        if isinstance(x, ast.Attribute) and self.is_layer(x.value):
+                            self.deleted(ast.Constant(x.attr))
+            if tainted and self.finalizers:
+                self._add(self.aliases, "*")  # what it drops may run code (a generator's finally)
             return False
         for child in ast.iter_child_nodes(s):
             if isinstance(child, ast.expr):
@@ -1025,9 +1159,11 @@ class _Flow:
         if not derived:
             return
         nodes = self.nodes(e)
-        if self.implicit_elsewhere and (self.stdout_held or any(
-                isinstance(n, ast.Name) and n.id in self.holders
-                or isinstance(n, ast.Attribute) and n.attr in self.holders for n in nodes)):
+        if self.implicit_elsewhere and (tainted and any(self.may_run_elsewhere(n) for n in nodes)
+                                        or self.may_hold_elsewhere(nodes)):
+            # On a path the buffer chose, any object here may be an
+            # instance of such a class (made, kept, handed back, a class
+            # attribute: not followed); elsewhere, what may hold one.
             for f in self.implicit_elsewhere:
                 self._taint(f)
             self._add(self.aliases, "*")  # the objects that code acts on are not followed
@@ -1040,6 +1176,31 @@ class _Flow:
                 isinstance(n, (ast.JoinedStr, ast.Call, ast.BinOp)) for n in nodes):
             for f in self.implicit_here:
                 self._taint(f)  # str(self), f"{self}" with a value the buffer decides
+
+    def truth(self, test, tainted: bool) -> None:
+        """``if test:`` runs ``test``'s ``__bool__`` (``for x in it:`` its
+        ``__iter__``): where the buffer decides it, and it may be an object
+        of another class of the module, that code runs by its choice."""
+        if self.implicit_elsewhere and not _plain_truth(test) and (tainted or self.carries(
+                test, layer_as_holder=False) and self.may_hold_elsewhere(self.nodes(test))):
+            for f in self.implicit_elsewhere:
+                self._taint(f)
+            self._add(self.aliases, "*")
+
+    def may_hold_elsewhere(self, nodes) -> bool:
+        """What ``nodes`` name may be (or hold) an instance of such a class."""
+        return self.stdout_held or any(
+            isinstance(n, ast.Name) and (n.id in self.holders or n.id in self.makers)
+            or isinstance(n, ast.Attribute) and n.attr in self.holders for n in nodes)
+
+    def may_run_elsewhere(self, n) -> bool:
+        """``n`` may run a special method of an object that is not the
+        layer: not ``is``, not an attribute read off the layer."""
+        if isinstance(n, ast.Compare):
+            return not all(isinstance(op, (ast.Is, ast.IsNot)) for op in n.ops)
+        if isinstance(n, ast.Attribute):
+            return not self.is_layer(n.value)
+        return isinstance(n, _IMPLICIT_CALLERS)
 
     def hands_back(self, fn, value) -> None:
         """``fn``'s call may give ``value``'s object back (a lambda's body,
@@ -1065,6 +1226,8 @@ class _Flow:
             if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and (
                 t.value.id in self.layer_names
             ):
+                if tainted:
+                    self.chosen_stores.add(t.attr)
                 # self.a = v: v's object is self.a now, and any attribute v is
                 self.link(t.attr, self.refs(value))
                 made = {id(_root(n.func)) for n in self.nodes(value) if isinstance(n, ast.Call)}
@@ -1159,7 +1322,8 @@ class _Flow:
             args[1], ast.Constant
         ) and args[1].value == BUFFER_ATTR:
             self.is_the_buffer(args[2])
-        handed = tainted or any(self.carries(a) or self.holds_code(a) for a in values) or not (
+        receiver = isinstance(f, ast.Attribute) and self.carries(f.value, layer_as_holder=False)
+        handed = tainted or receiver or any(self.carries(a) or self.holds_code(a) for a in values) or not (
             isinstance(f, ast.Name) and f.id in READERS and self.outside_callee(f)
         ) and any(isinstance(n, ast.Name) and n.id in self.layer_names and attr is None
                   for v in values for n, attr in self.objects(v))  # the layer itself handed on
@@ -1178,9 +1342,15 @@ class _Flow:
             self.hand(c, fn, offset, tainted)  # what its parameters may be, always
         if not handed:
             return
-        if isinstance(f, ast.Name) and f.id == "setattr" and self.outside_callee(f):
+        if isinstance(f, ast.Name) and f.id in ("setattr", "delattr") and self.outside_callee(f):
+            if len(args) >= 2 and not _names_layer(args[0], self.layer_names):
+                self.took_in(args[0])  # setattr(torch.backends.cudnn, "enabled", v)
+            if f.id == "delattr" and len(args) >= 2 and tainted:
+                self.deleted(args[1])  # delattr(self, "x") on a path the buffer chose
             if len(args) >= 3 and (tainted or self.carries(args[2]) or self.holds_code(args[2])):
                 self.store_named(args[1])
+            if len(args) >= 2 and tainted and f.id == "setattr":
+                self.chose_store(args[1])
             return
         if callees is not None:
             for fn, _ in callees:
@@ -1196,15 +1366,30 @@ class _Flow:
         ):
             if f.attr in REGISTERS:  # nn.Module stores it under that name
                 self.store_named(args[0] if args else None)
+                if tainted:
+                    self.chose_store(args[0] if args else None)
                 return
             if f.attr not in self.stored and f.attr not in REGISTRY and not any(
                 self.holds_code(a) for a in values
             ):
-                return  # an imported base's method: vLLM's own code
+                # An imported base's method (vLLM's, torch's nn.Module's):
+                # handed a value the buffer decides, or run on a path it
+                # chose, it may change anything of the layer
+                # (``self.to(dtype)``, ``self.train(b is None)``).
+                if self.builds(c) and (
+                        tainted or any(self.carries(a, layer_as_holder=False) for a in values)):
+                    self._add(self.aliases, "*")
+                return
             self._add(self.aliases, "*")  # code this module stored, or a registry's
             return
         if isinstance(f, ast.Attribute) and _is_super(f.value):
-            return  # an imported base's method: vLLM's own code
+            # An imported base's method. Its constructor is handed what
+            # vLLM's model hands the layer's (the buffer too): the
+            # assumption stated in the package's docstring.
+            if f.attr != "__init__" and self.builds(c) and (
+                    tainted or any(self.carries(a, layer_as_holder=False) for a in values)):
+                self._add(self.aliases, "*")
+            return
         carried = tainted or any(self.carries(a) for a in values)
         # Python's own code: a builtin, or a function of a module that is
         # not a kernel package (``zip``, ``itertools.islice``); not a
@@ -1219,6 +1404,8 @@ class _Flow:
             # module's code (a callback) with the value.
             self._add(self.aliases, "*")
             return
+        if (carried or receiver) and self.builds(c) and not self.understood(c):
+            self._add(self.aliases, "*")  # outside code beyond the allow-list
         # Outside code: the object it is a method of may take the value in
         # (``d.append(v)``, ``self.cache.put(v)``). What it does to the
         # objects it is handed is the assumption stated in the package's
@@ -1277,6 +1464,83 @@ class _Flow:
                 derived = self.carries(a, layer_as_holder=False)
                 if derived or not whole and not self.only_displays(a):
                     self.took_in(a, displays_kept=iterating)
+
+    def builds(self, node) -> bool:
+        """``node`` runs while the module is imported or the layer is built."""
+        fn = self.scopes.enclosing.get(id(node))
+        return fn is None or id(fn) in self.building
+
+    def understood(self, c: ast.Call) -> bool:
+        """What the outside code ``c`` calls does is understood (the
+        allow-list above): it acts on its receiver and on what it is handed
+        (which the walk follows), and on nothing else."""
+        f = c.func
+        name = None
+        if isinstance(f, ast.Name):
+            if self.key(f)[0] is None and self.outside_callee(f):
+                if f.id in self.py_functions:
+                    name = self.py_functions[f.id]  # from itertools import islice
+                elif f.id in UNDERSTOOD_BUILTINS and f.id not in self.imports:
+                    name = f.id
+        elif isinstance(f, ast.Attribute):
+            root = _root(f)
+            if root is not None and self.key(root)[0] is None and root.id in self.imports and (
+                    _is_chain(f.value)):
+                # A function of an imported module (or torch.Tensor's, unbound).
+                if root.id in self.py_modules:
+                    name = f.attr  # itertools.islice, collections.OrderedDict.fromkeys
+                elif root.id in self.torch_names and (
+                    isinstance(f.value, ast.Name) and (
+                        f.attr in TORCH_FACTORIES or f.attr in TORCH_VIEWS)
+                    or f.attr.endswith("_") and f.attr in UNDERSTOOD_METHODS
+                    or isinstance(f.value, ast.Attribute) and isinstance(f.value.value, ast.Name)
+                    and f.value.attr in TORCH_CLASSES and f.attr in UNDERSTOOD_METHODS
+                ):
+                    name = f.attr  # torch.zeros(n), torch.narrow(x, ...), torch.Tensor.fill_(x, v)
+            elif f.attr in UNDERSTOOD_METHODS:
+                name = f.attr  # a method of an object: x.append(v), t.fill_(v)
+        if name is None and self.of_kernels(f):
+            # vLLM's code or another package of kernels' (flashinfer,
+            # triton, deep_gemm, einops), or a method of what it made
+            # (``current_workspace_manager().get_simultaneous(...)``): taken
+            # to write only the tensors it is handed as outputs, and not the
+            # value in them (the assumption stated in the package's docstring).
+            return True
+        if name is None:
+            return False
+        # What calls a function it is handed: understood where that is a
+        # builtin of the allow-list, a type, or a container's method.
+        pos = CALLERS.get(name) if isinstance(f, ast.Name) or name not in UNDERSTOOD_METHODS else None
+        handed = [k.value for k in c.keywords if k.arg in ("key", "func", "default_factory")]
+        if isinstance(pos, int) and len(c.args) > pos and (name != "iter" or len(c.args) > 1):
+            handed.append(c.args[pos])
+        return all(self.known_function(a) for a in handed)
+
+    def of_kernels(self, f) -> bool:
+        """``f`` is code of a package of kernels other than torch and numpy
+        that the module imports (``from vllm... import round_up``,
+        ``flashinfer.f``), or a method of what such code returned."""
+        root = _root(f)
+        if root is None or self.key(root)[0] is not None or root.id not in self.kernel_names:
+            return False
+        return root.id not in self.torch_names and root.id not in self.numpy_names
+
+    def known_function(self, a) -> bool:
+        if isinstance(a, ast.Constant) and a.value is None:
+            return True
+        if isinstance(a, ast.Name):
+            return self.key(a)[0] is None and self.outside_callee(a) and a.id not in self.imports and (
+                a.id in UNDERSTOOD_BUILTINS or a.id in BUILTIN_TYPES)
+        return isinstance(a, ast.Attribute) and a.attr in MUTATORS
+
+    def deleted(self, name) -> None:
+        """The layer's attribute ``name`` (a node: its name) may be deleted
+        on a path the buffer chose: reading it may raise."""
+        if isinstance(name, ast.Constant) and isinstance(name.value, str) and (
+                name.value != "__dict__"):
+            self._add(self.aliases, DELETED + name.value)
+        else:
+            self._add(self.aliases, DELETED + "*")
 
     def keeps(self, receiver, values) -> None:
         """``receiver`` keeps ``values`` (a container's item, a callback and
@@ -1483,11 +1747,11 @@ class _Flow:
                     # imported base's (vLLM's own code)
                 elif isinstance(f, ast.Attribute):
                     todo.append((f.value, None))
-                if isinstance(f, ast.Name) and f.id in PASS_THROUGH or isinstance(
-                    f, ast.Attribute
-                ) and f.attr in PASS_THROUGH or isinstance(f, (ast.Call, ast.Subscript, ast.Lambda)):
-                    # (namedtuple("Box", "l")(self._l): a class made on the
-                    # spot keeps what it is handed)
+                if self.keeps_arguments(n):
+                    # Outside code's result may keep what it is handed, or
+                    # be it (``SimpleNamespace(l=self._l)``, ``np.asarray(t)``,
+                    # ``namedtuple("Box", "l")(self._l)``), and so may an
+                    # instance of a class of the module (a dataclass's).
                     todo += [(a, None) for a in n.args] + [(k.value, None) for k in n.keywords]
                 elif isinstance(f, ast.Attribute) and n.args and (
                     f.attr in TORCH_VIEWS or isinstance(f.value, ast.Attribute)
@@ -1498,6 +1762,40 @@ class _Flow:
                 elif isinstance(f, ast.Name) and n.args and f.id in self.view_imports and (
                         self.key(f)[0] is None):
                     todo.append((n.args[0], None))  # narrow(x, ...) after ``from torch import narrow``
+
+    def keeps_arguments(self, c: ast.Call) -> bool:
+        """The call ``c`` may return (or keep) what it is handed: outside
+        code run while the layer is built (``SimpleNamespace(l=self._l)``,
+        ``np.asarray(t)``), but for outside code that makes a new value of
+        what it reads (``len``, ``int``, ``torch.zeros_like``); this
+        module's functions and methods (what they return is followed) and
+        the layer's own methods do not. In the forward paths, what
+        ``PASS_THROUGH`` names."""
+        f = c.func
+        if isinstance(f, ast.Name) and f.id in PASS_THROUGH or isinstance(
+                f, ast.Attribute) and f.attr in PASS_THROUGH:
+            return True
+        if not self.builds(c):
+            return isinstance(f, (ast.Call, ast.Subscript, ast.Lambda))
+        if isinstance(f, ast.Attribute) and f.attr in UNDERSTOOD_METHODS:
+            return False  # t.view_as(other), x.copy(): the receiver (followed apart), not other
+        if isinstance(f, ast.Name) and self.key(f)[0] is None and f.id in self.classes:
+            return True
+        if self.callees(f) is not None:
+            return False
+        if isinstance(f, ast.Attribute) and (isinstance(f.value, ast.Name) and (
+                f.value.id in self.layer_names) or _is_super(f.value)):
+            return False
+        if isinstance(f, ast.Name) and self.key(f)[0] is None and f.id not in self.imports and (
+                f.id in READERS or f.id in NUMBER_READERS or f.id in WHOLE_CONSUMERS
+                or f.id in ITERATING) and f.id != "getattr":
+            return False  # (a new container of the items: list(x), dict(zip(names, v)))
+        if isinstance(f, ast.Attribute) and f.attr == "fromkeys":
+            return False
+        root = _root(f)
+        return not (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and (
+            root is not None and self.key(root)[0] is None and root.id in self.torch_names
+            and f.attr in TORCH_FACTORIES))
 
     def property_returns(self, attr) -> set:
         if attr not in self.properties:
@@ -1545,6 +1843,71 @@ class _Flow:
         for n in self.nodes(value):
             if isinstance(n, ast.Name) and n.id not in self.layer_names:
                 self._add(self.carriers, self.key(n))
+
+    def chose_store(self, name) -> None:
+        """The layer's attribute ``name`` (a node) is stored on a path the buffer chose."""
+        if isinstance(name, ast.Constant) and isinstance(name.value, str):
+            self.chosen_stores.add(name.value)
+        else:
+            self.chosen_stores.add("*")
+
+    def _always_stored(self, target) -> set[str]:
+        """The attributes the layer's ``__init__`` stores on every path that
+        returns (not through a loop, a ``try`` or a ``with``), with this
+        module's methods it calls on the way by ``self.m()``; the names the
+        class body binds. ``*`` is never among them."""
+        if target is None:
+            return set()
+        found = {t.id for s in target.body if isinstance(s, (ast.Assign, ast.AnnAssign))
+                 for x in (s.targets if isinstance(s, ast.Assign) else [s.target])
+                 for t in _targets(x) if isinstance(t, ast.Name)}
+        found |= {s.name for s in target.body if isinstance(s, (*_DEFS, ast.ClassDef))}
+        inits = [f for f in target.body if isinstance(f, _DEFS) and f.name == "__init__"]
+        if len(inits) != 1 or not _params(inits[0]):
+            return found
+        universe = object()
+
+        def stores(body, me, depth) -> set | object:
+            """What ``body`` stores on ``me`` on every path that goes on
+            past it (``universe``: none does); from a statement that may
+            return on, nothing more is counted."""
+            out: set = set()
+            for s in body:
+                if any(isinstance(n, ast.Return) for n in _own_walk(s)):
+                    return out
+                if isinstance(s, ast.Raise):
+                    return universe
+                if isinstance(s, (ast.Assign, ast.AnnAssign)):
+                    for x in (s.targets if isinstance(s, ast.Assign) else [s.target]):
+                        for t in _targets(x):
+                            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and (
+                                    t.value.id == me):
+                                out.add(t.attr)
+                elif isinstance(s, ast.If):
+                    a, b = stores(s.body, me, depth), stores(s.orelse, me, depth)
+                    if a is universe and b is universe:
+                        return universe
+                    out |= b if a is universe else a if b is universe else a & b
+                elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
+                    f = s.value.func
+                    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and (
+                            f.value.id == me) and depth < 3:
+                        if f.attr in REGISTERS and s.value.args and isinstance(
+                                s.value.args[0], ast.Constant):
+                            out.add(str(s.value.args[0].value))
+                        defs = [m for m in target.body if isinstance(m, _DEFS) and m.name == f.attr]
+                        if len(defs) == 1 and _params(defs[0]) and not defs[0].decorator_list:
+                            body_ = defs[0].body
+                            if isinstance(body_[-1], ast.Return):
+                                body_ = body_[:-1]
+                            inner = stores(body_, _params(defs[0])[0].arg, depth + 1)
+                            if inner is universe:
+                                return universe
+                            out |= inner
+            return out
+
+        got = stores(inits[0].body, _params(inits[0])[0].arg, 0)
+        return found | (set() if got is universe else got)
 
     def store_named(self, name) -> None:
         if isinstance(name, ast.Constant) and isinstance(name.value, str):
@@ -1619,6 +1982,37 @@ def _root(node) -> ast.Name | None:
     while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
         node = node.func if isinstance(node, ast.Call) else node.value
     return node if isinstance(node, ast.Name) else None
+
+
+def _plain_truth(test) -> bool:
+    """Whether ``test`` is true runs no special method: a constant, an
+    ``is`` comparison, ``not``/``and``/``or`` of those."""
+    if isinstance(test, ast.Constant):
+        return True
+    if isinstance(test, ast.Compare):
+        return all(isinstance(op, (ast.Is, ast.IsNot)) for op in test.ops)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _plain_truth(test.operand)
+    if isinstance(test, ast.BoolOp):
+        return all(_plain_truth(v) for v in test.values)
+    return False
+
+
+def _own_walk(node):
+    """``ast.walk`` of ``node`` without the functions and classes defined in it."""
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        yield n
+        todo += [c for c in ast.iter_child_nodes(n)
+                 if not isinstance(c, (*_FUNCTIONS, ast.ClassDef))]
+
+
+def _is_chain(node) -> bool:
+    """``node`` is a name or a chain of attributes of one (``torch.nn``)."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
 
 
 def _first_attr(node) -> str | None:

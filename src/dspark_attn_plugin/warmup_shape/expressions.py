@@ -5,7 +5,7 @@ from __future__ import annotations
 from dspark_attn_plugin.target import (
     CLASS_NAME,
 )
-from dspark_attn_plugin.warmup_shape.aliases import REGISTRY
+from dspark_attn_plugin.warmup_shape.aliases import DELETED, REGISTRY
 from dspark_attn_plugin.warmup_shape.as_loaded import private
 from dspark_attn_plugin.warmup_shape.state import (
     MAYBE,
@@ -15,6 +15,7 @@ from dspark_attn_plugin.warmup_shape.state import (
     _Unreachable,
 )
 from dspark_attn_plugin.warmup_shape.syntax import (
+    _object_key,
     _own_nodes,
     _decorator_name,
     bound_once,
@@ -83,6 +84,12 @@ def _distinct(data) -> list:
 class ExpressionWalk:
     # -- expressions ----------------------------------------------------------
     def expr(self, e: ast.expr, st: _State, scope: _Scope) -> _Val:
+        if self.skipped_changes and isinstance(e, (ast.Attribute, ast.Subscript)) and isinstance(
+                e.ctx, ast.Load):
+            name, attr = _object_key(e) or (None, None)
+            if (name, None) in self.skipped_changes or (name, attr) in self.skipped_changes:
+                self.doubt(e, f"reads an object that code skipped for lack of {BUFFER_ATTR} "
+                              "changes (an item or attribute may be missing)")
         method = getattr(self, "_" + type(e).__name__, None)
         if method is None:
             self.doubt(e, f"reaches an expression the walk does not model ({type(e).__name__})")
@@ -185,6 +192,8 @@ class ExpressionWalk:
     def layer_attribute(self, e, attr: str, st) -> _Val:
         if "self." + attr in st.env:
             return st.env["self." + attr]
+        if self.deleted(attr):
+            self.doubt(e, f"reads {attr}, which the module may delete by {BUFFER_ATTR}")
         if attr == BUFFER_ATTR:
             return _const(None, derived=True)
         if attr == RATIO_ATTR:
@@ -216,6 +225,10 @@ class ExpressionWalk:
         if attr.startswith("__") and attr.endswith("__"):
             self.doubt(e, f"reads the layer's {attr}")
         return _OPAQUE
+
+    def deleted(self, attr: str) -> bool:
+        """The module may delete the layer's ``attr`` on a path the buffer chose."""
+        return DELETED + attr in self.module.aliases or DELETED + "*" in self.module.aliases
 
     def member(self, e, attr: str) -> None:
         """A member of the class read by name: known only where this
@@ -698,7 +711,7 @@ class ExpressionWalk:
                     if attr in self.module.methods or attr in self.module.class_attrs:
                         self.escape(e, obj, "hasattr")
                     return _Val(OPAQUE, derived=attr in self.module.aliases
-                                or "*" in self.module.aliases)
+                                or "*" in self.module.aliases or self.deleted(attr))
                 if obj.kind == CONST:
                     return _const(hasattr(obj.data, attr), obj.derived)
                 self.escape(e, obj, "hasattr")

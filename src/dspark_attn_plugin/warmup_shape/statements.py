@@ -21,6 +21,7 @@ from dspark_attn_plugin.warmup_shape.state import (
 )
 from dspark_attn_plugin.warmup_shape.syntax import (
     _can_leave,
+    _changed_objects,
     _local_names,
     is_generator,
 )
@@ -85,6 +86,9 @@ class StatementWalk:
         self.doubts: list[tuple[int, str]] = []
         self.entered: list = []  # functions the run called
         self.chosen = 0  # > 0 inside code a derived decided test chose
+        # What code a derived decided test skipped may change (with the
+        # buffer it runs): (name, first attribute or None) of each object.
+        self.skipped_changes: set = set()
         # Active try handlers, innermost last; MAY_SWALLOW for a with whose
         # context manager may take an exception.
         self.handlers: list = []
@@ -369,7 +373,17 @@ class StatementWalk:
             taken, skipped = (arms[0], arms[1]) if value else (arms[1], arms[0])
             if not test.derived:
                 return self.block(taken, st, scope)
-            if _can_leave(skipped):
+            changes = _changed_objects(skipped)
+            if changes:
+                # With the buffer, the skipped code changes these objects:
+                # reading them may differ (an item missing, an attribute
+                # never stored), which the walk does not follow.
+                self.skipped_changes |= changes
+                for name, attr in changes:
+                    key = name if attr is None else "self." + attr
+                    if key in st.env:
+                        st.env[key] = st.env[key].mark(True)
+            if _can_leave(skipped) or changes:
                 scope.steered = True  # what follows runs for lack of the buffer
             self.chosen += 1
             try:

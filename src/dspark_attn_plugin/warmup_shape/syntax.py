@@ -198,3 +198,46 @@ def _bindings_in(node, name: str, in_loop: bool) -> int:
     for child in ast.iter_child_nodes(node):
         count += _bindings_in(child, name, loop)
     return count
+
+
+def _object_key(e):
+    """(the name an expression's object is reached from, the first
+    attribute read off it or None): ``self._d['k']`` -> ("self", "_d")."""
+    attr = None
+    while isinstance(e, (ast.Attribute, ast.Subscript, ast.Call)):
+        if isinstance(e, ast.Attribute):
+            attr = e.attr
+        e = e.func if isinstance(e, ast.Call) else e.value
+    return (e.id, attr) if isinstance(e, ast.Name) else None
+
+
+def _changed_objects(stmts) -> set:
+    """The objects ``stmts`` may change: stored into, deleted from,
+    augmented, a method of called, or handed to a call."""
+    found = set()
+    for stmt in stmts:
+        for n in ast.walk(stmt):
+            targets = []
+            if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            elif isinstance(n, ast.Delete):
+                targets = n.targets
+            for t in targets:
+                for x in ast.walk(t):
+                    if isinstance(x, (ast.Attribute, ast.Subscript)) or (
+                            isinstance(n, ast.AugAssign) and x is t and isinstance(x, ast.Name)):
+                        key = _object_key(x)
+                        if key is not None:
+                            found.add(key)
+            if isinstance(n, ast.Call):
+                for a in [n.func.value] if isinstance(n.func, ast.Attribute) else []:
+                    key = _object_key(a)
+                    if key is not None:
+                        found.add(key)
+                for a in [*n.args, *(k.value for k in n.keywords)]:
+                    a = a.value if isinstance(a, ast.Starred) else a
+                    if isinstance(a, (ast.Name, ast.Attribute, ast.Subscript)):
+                        key = _object_key(a)
+                        if key is not None:
+                            found.add(key)
+    return found

@@ -1,0 +1,51 @@
+"""Survivors of the mutation tool over ``warmup_shape/statements.py``
+(2026-12-07): each fork below gets one verdict from the walk and another
+(or an exception) from one surviving mutant, so these pin what the walk
+says of them. Sources are vLLM 0.27.1's ``flashmla.py`` with vLLM #50693
+applied (``fixed``), changed by ``test_module_as_loaded.build``.
+
+- a set of constants unpacked into names (``a, b = {1, 2}``): the walk
+  reads the set as a frozenset of unknown order, and goes on;
+- ``match`` with a case whose pattern is a value the walk cannot read
+  (``case torch.bfloat16:``) that may raise: unknown;
+- ``case _:`` (a pattern that is ``None`` in the tree): no crash;
+- a case that cannot match before one that matches and raises: affected;
+- an or-pattern none of whose values matches: the arm never runs;
+- this module's function handed to outside code (``torch.compile(_h)``):
+  walked as called there, with no receiver;
+- a method called with the layer's class as its ``self``, storing an
+  attribute on it: the class handed to a store is unknown, not a crash.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from dspark_attn_plugin.warmup_shape import Verdict, classify_source
+
+from test_module_as_loaded import build, stock  # noqa: F401  (the fixture: vLLM 0.27.1's source)
+
+CASES = [
+    pytest.param(dict(warmup=("a, b = {1, 2}",)), Verdict.FIXED,
+                 id="set-of-constants-unpacked"),
+    pytest.param(dict(warmup=("match 1:", "    case torch.bfloat16:", "        raise ValueError('x')")),
+                 Verdict.UNKNOWN, id="match-on-a-value-the-walk-cannot-read-may-raise"),
+    pytest.param(dict(warmup=("match 1:", "    case _:", "        pass")), Verdict.FIXED,
+                 id="match-wildcard"),
+    pytest.param(dict(warmup=("match 1:", "    case 2:", "        pass", "    case 1:",
+                              "        raise ValueError('x')")),
+                 Verdict.AFFECTED, id="match-second-case-matches-and-raises"),
+    pytest.param(dict(warmup=("match 1:", "    case 2 | 3:", "        raise ValueError('x')")),
+                 Verdict.FIXED, id="match-or-pattern-that-never-matches"),
+    pytest.param(dict(top="def _h():\n    return None\n\n\n", warmup=("torch.compile(_h)",)),
+                 Verdict.FIXED, id="module-function-handed-to-outside-code"),
+    pytest.param(dict(body="    def _store(self):\n        self.foo = 1\n\n",
+                      warmup=("type(self)._store(type(self))",)),
+                 Verdict.UNKNOWN, id="method-called-with-the-class-as-self-stores-on-it"),
+]
+
+
+@pytest.mark.parametrize(("changes", "verdict"), CASES)
+def test_what_the_walk_says_of_these_forks(stock, changes, verdict):
+    c = classify_source(build(stock, **changes))
+    assert c.verdict is verdict, c.reason
