@@ -1082,10 +1082,25 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         [("warmup_shape/statements.py", "            if changes:\n                # With the buffer, the skipped code changes these objects:\n",
           "            if False:\n                # With the buffer, the skipped code changes these objects:\n")],
     ),
-    "walk-skipped-changes-read-plainly": (
-        "an item or attribute that code skipped for lack of the buffer changes is read as plain",
-        [("warmup_shape/expressions.py", "            if (name, None) in self.skipped_changes or (name, attr) in self.skipped_changes:\n",
-          "            if False:\n")],
+    "walk-annotation-alone-stores": (
+        "self._k: int in __init__ counts as a store of _k",
+        [("warmup_shape/aliases.py", "                if isinstance(s, ast.AnnAssign) and s.value is None:\n                    continue  # (an annotation alone stores nothing)\n",
+          "")],
+    ),
+    "walk-self-rebound-trusted": (
+        "self = other in __init__: later stores are counted as the layer's",
+        [("warmup_shape/aliases.py", "                    return out  # me rebound: nothing more is counted\n",
+          "                    pass\n")],
+    ),
+    "walk-deleted-after-store-kept": (
+        "self._k = 1; del self._k: _k counted as stored",
+        [("warmup_shape/aliases.py", "                if gone:  # del self.x, delattr(self, \"x\"): not stored any more; nothing more counted\n",
+          "                if False:\n")],
+    ),
+    "walk-building-misses-getattr": (
+        "getattr(self, 'm')() in __init__: m's code is held to the forward paths' rules",
+        [("warmup_shape/aliases.py", "                    todo += self.methods[n.value]  # getattr(self, \"m\")()\n",
+          "                    pass\n")],
     ),
     "walk-chosen-property-read-runs-nothing": (
         "self._p if b is None else 0 does not run the getter by the buffer's choice",

@@ -521,7 +521,9 @@ def test_affected_code_without_the_warmup_branch_shape_is_refused_not_raised(
     path = tmp_path / "flashmla.py"
     path.write_text(text)
     verdict, reason = status._classify_file(str(tmp_path), str(path))
-    assert verdict is Verdict.UNKNOWN and "cannot patch" in reason, reason
+    # (The warmup branch's code, skipped for lack of the buffer, changes
+    # objects the rest reads: unknown, before any crash after it is certain.)
+    assert verdict is Verdict.UNKNOWN, reason
     module = _load(text, tmp_path)
     patched, warnings = _decide(module, caplog)
     assert not patched and len(warnings) == 1

@@ -632,8 +632,11 @@ class _Flow:
                     todo.append(n)
                 elif isinstance(n, ast.Call):
                     todo += [fn for fn, _ in self.callees(n.func) or ()]
-                elif isinstance(n, ast.Attribute) and n.attr in self.properties:
-                    todo += self.methods.get(n.attr, [])
+                elif isinstance(n, ast.Attribute) and n.attr in self.methods:
+                    todo += self.methods[n.attr]  # a property read, a bound method kept
+                elif isinstance(n, ast.Constant) and isinstance(n.value, str) and (
+                        n.value in self.methods):
+                    todo += self.methods[n.value]  # getattr(self, "m")()
         return found
 
     def children(self, e) -> list:
@@ -1859,6 +1862,7 @@ class _Flow:
         if target is None:
             return set()
         found = {t.id for s in target.body if isinstance(s, (ast.Assign, ast.AnnAssign))
+                 and s.value is not None
                  for x in (s.targets if isinstance(s, ast.Assign) else [s.target])
                  for t in _targets(x) if isinstance(t, ast.Name)}
         found |= {s.name for s in target.body if isinstance(s, (*_DEFS, ast.ClassDef))}
@@ -1877,6 +1881,24 @@ class _Flow:
                     return out
                 if isinstance(s, ast.Raise):
                     return universe
+                if any(isinstance(n, ast.Name) and n.id == me and not isinstance(n.ctx, ast.Load)
+                       for n in _own_walk(s)):
+                    return out  # me rebound: nothing more is counted
+                gone = [n for n in _own_walk(s) if isinstance(n, ast.Delete) or isinstance(
+                    n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "delattr"]
+                if gone:  # del self.x, delattr(self, "x"): not stored any more; nothing more counted
+                    for n in gone:
+                        if isinstance(n, ast.Call):
+                            if len(n.args) < 2 or not isinstance(n.args[1], ast.Constant):
+                                return set()
+                            out.discard(n.args[1].value)
+                        for t in n.targets if isinstance(n, ast.Delete) else ():
+                            for x in ast.walk(t):
+                                if isinstance(x, ast.Attribute):
+                                    out.discard(x.attr)
+                    return out
+                if isinstance(s, ast.AnnAssign) and s.value is None:
+                    continue  # (an annotation alone stores nothing)
                 if isinstance(s, (ast.Assign, ast.AnnAssign)):
                     for x in (s.targets if isinstance(s, ast.Assign) else [s.target]):
                         for t in _targets(x):

@@ -15,7 +15,6 @@ from dspark_attn_plugin.warmup_shape.state import (
     _Unreachable,
 )
 from dspark_attn_plugin.warmup_shape.syntax import (
-    _object_key,
     _own_nodes,
     _decorator_name,
     bound_once,
@@ -84,12 +83,6 @@ def _distinct(data) -> list:
 class ExpressionWalk:
     # -- expressions ----------------------------------------------------------
     def expr(self, e: ast.expr, st: _State, scope: _Scope) -> _Val:
-        if self.skipped_changes and isinstance(e, (ast.Attribute, ast.Subscript)) and isinstance(
-                e.ctx, ast.Load):
-            name, attr = _object_key(e) or (None, None)
-            if (name, None) in self.skipped_changes or (name, attr) in self.skipped_changes:
-                self.doubt(e, f"reads an object that code skipped for lack of {BUFFER_ATTR} "
-                              "changes (an item or attribute may be missing)")
         method = getattr(self, "_" + type(e).__name__, None)
         if method is None:
             self.doubt(e, f"reaches an expression the walk does not model ({type(e).__name__})")

@@ -86,9 +86,6 @@ class StatementWalk:
         self.doubts: list[tuple[int, str]] = []
         self.entered: list = []  # functions the run called
         self.chosen = 0  # > 0 inside code a derived decided test chose
-        # What code a derived decided test skipped may change (with the
-        # buffer it runs): (name, first attribute or None) of each object.
-        self.skipped_changes: set = set()
         # Active try handlers, innermost last; MAY_SWALLOW for a with whose
         # context manager may take an exception.
         self.handlers: list = []
@@ -377,12 +374,10 @@ class StatementWalk:
             if changes:
                 # With the buffer, the skipped code changes these objects:
                 # reading them may differ (an item missing, an attribute
-                # never stored), which the walk does not follow.
-                self.skipped_changes |= changes
-                for name, attr in changes:
-                    key = name if attr is None else "self." + attr
-                    if key in st.env:
-                        st.env[key] = st.env[key].mark(True)
+                # never stored), through any name (the walk does not follow
+                # which names are one object).
+                self.doubt(node, f"skips, for lack of {BUFFER_ATTR}, code that changes objects "
+                                 "the warmup may read")
             if _can_leave(skipped) or changes:
                 scope.steered = True  # what follows runs for lack of the buffer
             self.chosen += 1
