@@ -1051,7 +1051,8 @@ READS_FIXED = [
                  id='probe-control-format-desc'),
     # Understood forms beside a test on the buffer (the fifth probe's rules
     # leave them fixed): an attribute stored on both sides and read by the
-    # warmup, a torch factory, a list's append, a string's method.
+    # warmup, a torch factory, a list's append, a string's method, vLLM's
+    # own function (the kernel packages' code is understood).
     pytest.param(dict(init=('if self.topk_indices_buffer is None:', '    self._mode = 0', 'else:', '    self._mode = 1'), warmup=('x = self._mode',)),
                  id='attribute-stored-on-both-sides-of-the-test'),
     pytest.param(dict(init=('self._pad = torch.zeros(int(self.topk_indices_buffer is None))',)),
@@ -1060,6 +1061,8 @@ READS_FIXED = [
                  id='list-append-of-a-test-the-warmup-never-reads'),
     pytest.param(dict(init=('tag = "swa" if self.topk_indices_buffer is None else "sparse"', 'self._tag = tag.upper()')),
                  id='string-method-of-a-choice'),
+    pytest.param(dict(init=('self._pad = round_up(int(self.topk_indices_buffer is None), 128)',)),
+                 id='vllm-function-handed-a-choice'),
 ]
 
 
