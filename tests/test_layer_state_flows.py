@@ -491,7 +491,7 @@ NEVER_SAFE = [
                  id='probe5-stdlib-simplens-at-init'),
     pytest.param(dict(init=('self._l = []', 'self._s = slice(self._l)', 'self._s.stop.append((self.topk_indices_buffer is None))'), warmup=('assert not any(self._l)',)),
                  id='probe5-stdlib-slice_holder-at-init'),
-    pytest.param(dict(init=("open('/tmp/probe5/flagfile', 'w').write(str((self.topk_indices_buffer is None)))",), warmup=("assert open('/tmp/probe5/flagfile').read() == 'False'",)),
+    pytest.param(dict(init=("open('flag.txt', 'w').write(str((self.topk_indices_buffer is None)))",), warmup=("assert open('flag.txt').read() == 'False'",)),
                  id='probe5-kernel-file_write-at-init'),
     pytest.param(dict(top='import logging\n', init=("logging.addLevelName(7, 'A' if (self.topk_indices_buffer is None) else 'B')",), warmup=("assert logging.getLevelName(7) == 'B'",)),
                  id='probe5-kernel-log_levelname-at-init'),
