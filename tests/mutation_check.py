@@ -1122,6 +1122,26 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         [("warmup_shape/aliases.py", "                isinstance(f.value, ast.Constant) and isinstance(f.value.value, (str, bytes))))\n",
           "                False))\n")],
     ),
+    "walk-skipped-names-kept-plain": (
+        "_i = 5; if b is not None: _i = 0; (0,)[_i] reads _i as if no buffer chose it",
+        [("warmup_shape/statements.py", "                    end.env[name] = end.env[name].mark(True)\n",
+          "                    pass\n")],
+    ),
+    "walk-derived-index-looked-up": (
+        "(0,)[self._i] with _i set by the buffer reads as a lookup that cannot fail",
+        [("warmup_shape/expressions.py", "        if index.kind != CONST and index.derived:  # a key or index that may be missing\n",
+          "        if False:  # a key or index that may be missing\n")],
+    ),
+    "walk-skipped-call-changes-nothing": (
+        "a closure that fills _d, called only with the buffer, changes nothing",
+        [("warmup_shape/syntax.py", "                elif not (isinstance(n.func, ast.Name) and n.func.id in _CHANGE_NOTHING):\n",
+          "                elif False:\n")],
+    ),
+    "walk-skipped-unnamed-store-ignored": (
+        "(_e := _d)['k'] = 1 in the skipped arm changes nothing",
+        [("warmup_shape/syntax.py", "        found.add(key if key is not None else (\"*\", None))\n",
+          "        found.add(key) if key is not None else None\n")],
+    ),
     "exports-raw-unread": (
         "Splunk's _raw and GELF's short_message are no message",
         [("log_exports.py", '"text", "content", "body", "_raw", "short_message")', '"text", "content", "body")')],

@@ -16,7 +16,9 @@ R1 *The run.* ``forward_mqa`` is interpreted from its first statement as the
    imports, other attributes, results of outside code). Every value carries
    a mark, *derived*: the buffer is
    derived, so is whatever is computed from a derived value, whatever code
-   chosen by a decided test on a derived value stores or returns (and the
+   chosen by a decided test on a derived value stores or returns, every
+   name that the code such a test skipped may bind (what it holds is what
+   the buffer's absence left in it) (and the
    rest of the function, when the arm not taken could have left it, or
    after a ``with`` whose manager the buffer may steer, since its exit may
    swallow what the body raises; a ``try`` whose body may raise by it,
@@ -64,7 +66,12 @@ R4 *Cannot see.* ``unknown`` when the run reaches: an undecided test on a
    derived value; a derived value, the layer or its class handed to code
    outside this module (a call, an operator or a format on an opaque
    value; this module's functions handed out are walked as if called
-   there); outside code called on a path a derived test chose; a method
+   there); a key or index that is derived and not a known constant, looked
+   up in anything; code that a decided test on a derived value skips and
+   that may change an object (a store into an attribute or an item, one
+   through an expression that is not a name, a method call, a call of
+   anything but a few builtins, an object handed to a call); outside code
+   called on a path a derived test chose; a method
    the class does not define, ``super()``, a decorated function, a class
    attribute that is not a plain constant, a store into the buffer or the
    ratio; a statement or expression kind not listed here (``await``,
@@ -117,6 +124,12 @@ the code after its ``with`` is walked as maybe reached. Imported bases are
 outside code too: what they define is not known (R5), and their metaclass
 and what they put on the class are checked on the loaded class only, by the
 runtime (``status`` reads files and cannot see them).
+
+Not judged: whether the layer can be built without the buffer. An
+``__init__`` that itself fails for lack of it (an assert on it, a read off
+None) stops the engine while the model is built, before any warmup runs; no
+change to ``forward_mqa`` could help such a build, and the verdict speaks of
+the warmup only.
 
 Checked by execution: ``tests/test_generated_variants.py`` and ``make
 fuzz`` run thousands of generated variants of the real warmup branch, in

@@ -255,6 +255,8 @@ class ExpressionWalk:
             self.doubt(e, "subscripts the layer, its class or a function")
         if base.kind == OPAQUE and base.derived:  # None, when it is None for lack of the buffer
             self.doubt(e, f"subscripts a value derived from {BUFFER_ATTR}")
+        if index.kind != CONST and index.derived:  # a key or index that may be missing
+            self.doubt(e, f"looks up a key or index derived from {BUFFER_ATTR}")
         for v in (base, index):
             if v.kind != CONST:
                 self.escape(e, index if v is base else base, "an item lookup")

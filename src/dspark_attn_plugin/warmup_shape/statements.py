@@ -382,9 +382,15 @@ class StatementWalk:
                 scope.steered = True  # what follows runs for lack of the buffer
             self.chosen += 1
             try:
-                return self.block(taken, st, scope)
+                end = self.block(taken, st, scope)
             finally:
                 self.chosen -= 1
+            if end is not None:
+                # With the buffer the skipped code binds these names: what
+                # they hold here is what the buffer's absence left in them.
+                for name in _local_names(skipped) & set(end.env):
+                    end.env[name] = end.env[name].mark(True)
+            return end
         ends = [self.block(arm, st.copy(MAYBE), scope) for arm in arms]
         return self.merge(st, ends, scope)
 

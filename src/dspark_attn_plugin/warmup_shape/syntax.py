@@ -211,10 +211,26 @@ def _object_key(e):
     return (e.id, attr) if isinstance(e, ast.Name) else None
 
 
+# Builtins that change no object of their own accord (what they are handed
+# is counted apart).
+_CHANGE_NOTHING = frozenset({
+    "len", "int", "float", "bool", "str", "abs", "round", "min", "max", "tuple",
+    "isinstance", "range",
+})
+
+
 def _changed_objects(stmts) -> set:
     """The objects ``stmts`` may change: stored into, deleted from,
-    augmented, a method of called, or handed to a call."""
+    augmented, a method of called, or handed to a call. ``("*", None)``
+    stands for objects it cannot name: a store through an expression that
+    is not a name (a walrus, a call's result), or a call of a function
+    (a closure, this module's functions) that may change what it reaches."""
     found = set()
+
+    def add(e) -> None:
+        key = _object_key(e)
+        found.add(key if key is not None else ("*", None))
+
     for stmt in stmts:
         for n in ast.walk(stmt):
             targets = []
@@ -226,18 +242,14 @@ def _changed_objects(stmts) -> set:
                 for x in ast.walk(t):
                     if isinstance(x, (ast.Attribute, ast.Subscript)) or (
                             isinstance(n, ast.AugAssign) and x is t and isinstance(x, ast.Name)):
-                        key = _object_key(x)
-                        if key is not None:
-                            found.add(key)
+                        add(x)
             if isinstance(n, ast.Call):
-                for a in [n.func.value] if isinstance(n.func, ast.Attribute) else []:
-                    key = _object_key(a)
-                    if key is not None:
-                        found.add(key)
+                if isinstance(n.func, ast.Attribute):
+                    add(n.func.value)
+                elif not (isinstance(n.func, ast.Name) and n.func.id in _CHANGE_NOTHING):
+                    found.add(("*", None))
                 for a in [*n.args, *(k.value for k in n.keywords)]:
                     a = a.value if isinstance(a, ast.Starred) else a
                     if isinstance(a, (ast.Name, ast.Attribute, ast.Subscript)):
-                        key = _object_key(a)
-                        if key is not None:
-                            found.add(key)
+                        add(a)
     return found
