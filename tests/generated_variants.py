@@ -260,6 +260,10 @@ _STEADY_ANCHOR = "        assert isinstance(attn_metadata, dict)\n"
 # ``unknown`` counts as a false alarm of plain code), the others adversarial.
 # The class body has ``_prepare`` (harmless) and ``_probe`` / ``_module_probe``
 # (harmless); shapes rebind them, or read the layer in ways the walk must see.
+# The last line of DeepseekV4FlashMLAAttention.__init__ in vLLM 0.27.1, and
+# the method a module shape's ``init`` lines go into.
+_INIT_END = "        self._einsum_recipe, self._tma_aligned_scales = compute_fp8_einsum_recipe()\n"
+INIT_HELPER = "_dspark_fuzz_init"
 _STRICT = "def _strict(self, *args):\n    return self.topk_indices_buffer.shape[-1]\n\n\n"
 
 
@@ -297,6 +301,10 @@ class ModuleShape:
     plain: bool = False
     ratio_test: str | None = None  # replaces `self.compress_ratio <= 1` in swa_only
     fc_import: str | None = None  # replaces the module's import of get_forward_context
+    # Lines that end the layer's construction (8 spaces in): a method that
+    # __init__ calls last; ``observe`` runs it on each synthetic layer, which
+    # ``synthetic.make_layer`` builds without __init__.
+    init: tuple[str, ...] = ()
 
 
 MODULE_SHAPES = {
@@ -495,6 +503,59 @@ MODULE_SHAPES = {
     "zip-advances-by-a-constant-plain": ModuleShape(
         body="    def _configure(self):\n        list(zip([0], self._ids))\n\n",
         warmup=("self._ids = iter(range(2))", "self._configure()", "i = next(self._ids)"), plain=True),
+    # What the layer's construction leaves for the warmup (``init``: the end
+    # of __init__). Each unsafe one fails the SWA-only warmup without the
+    # buffer and runs with it; the plain ones run either way.
+    "init-annotation-alone-then-a-chosen-store": ModuleShape(
+        body="    _k: int\n\n",
+        init=("if self.topk_indices_buffer is not None:", "    self._k = 1"), warmup=("x = self._k",)),
+    "init-store-deleted-then-a-chosen-store": ModuleShape(
+        init=("self._k = 1", "del self._k", "if self.topk_indices_buffer is not None:", "    self._k = 1"),
+        warmup=("x = self._k",)),
+    "init-self-rebound-around-a-store": ModuleShape(
+        init=("_me = self", "self = type('_Other', (), {})()", "self._k = 1", "self = _me",
+              "if self.topk_indices_buffer is not None:", "    self._k = 1"),
+        warmup=("x = self._k",)),
+    "init-index-set-by-the-buffer": ModuleShape(
+        init=("self._i = 5", "if self.topk_indices_buffer is not None:", "    self._i = 0"),
+        warmup=("x = (0,)[self._i]",)),
+    "init-key-set-by-the-buffer": ModuleShape(
+        init=("self._key = ''", "if self.topk_indices_buffer is not None:", "    self._key = 'k'"),
+        warmup=("x = {'k': 1}[self._key]",)),
+    "init-helper-by-getattr-advances-an-iterator": ModuleShape(
+        body="    def _arm(self):\n        if self.topk_indices_buffer is None:\n"
+             "            next(self._ids)\n        return 0\n\n",
+        init=("self._ids = iter(range(1))", "getattr(self, '_arm')()"), warmup=("i = next(self._ids)",)),
+    "init-numpy-write-by-the-buffer": ModuleShape(
+        top="import numpy as np\n\n\n",
+        init=("self._flag = np.zeros(1)", "np.copyto(self._flag, float(self.topk_indices_buffer is not None))"),
+        warmup=("assert self._flag[0] == 1",)),
+    "init-namespace-list-filled-by-the-buffer": ModuleShape(
+        top="import types\n\n\n",
+        init=("self._ns = types.SimpleNamespace(items=[])", "if self.topk_indices_buffer is not None:",
+              "    self._ns.items.append(1)"),
+        warmup=("x = self._ns.items[0]",)),
+    "init-store-on-both-sides-plain": ModuleShape(
+        init=("if self.topk_indices_buffer is not None:", "    self._k = 1", "else:", "    self._k = 2"),
+        warmup=("x = self._k",), plain=True),
+    "init-annotation-then-a-store-plain": ModuleShape(
+        body="    _k: int\n\n",
+        init=("self._k = 0", "if self.topk_indices_buffer is not None:", "    self._k = 1"),
+        warmup=("x = self._k",), plain=True),
+    "init-torch-factory-sized-by-the-buffer-plain": ModuleShape(
+        init=("self._pad = torch.zeros(int(self.topk_indices_buffer is None) + 1)",), plain=True),
+    "init-list-append-of-a-test-plain": ModuleShape(
+        init=("self._notes = []", "self._notes.append(self.topk_indices_buffer is None)"), plain=True),
+    # Warmup containers filled only with the buffer through a closure or a
+    # walrus; a key kept by the buffer's absence.
+    "closure-fills-by-the-buffer": ModuleShape(
+        warmup=("_d = {}", "def _fill():", "    _d['k'] = 1", "if self.topk_indices_buffer is not None:",
+                "    _fill()", "x = _d['k']")),
+    "walrus-fills-by-the-buffer": ModuleShape(
+        warmup=("_d = {}", "if self.topk_indices_buffer is not None:", "    (_e := _d)['k'] = 1",
+                "x = _d['k']")),
+    "key-kept-by-the-buffer": ModuleShape(
+        warmup=("_s = ''", "if self.topk_indices_buffer is not None:", "    _s = 'k'", "x = {'k': 1}[_s]")),
 }
 
 
@@ -538,7 +599,12 @@ class Variant:
                 "        if attn_metadata is None:\n" + "".join(" " * 12 + l + "\n" for l in shape.warmup))
         if shape.after:
             text = text + "\n\n" + shape.after
-        helpers = CLASS_HELPERS + shape.body + ("    @_identity\n" if self.decorated else "")
+        body = shape.body
+        if shape.init:
+            body += "    def " + INIT_HELPER + "(self):\n" + "".join(
+                " " * 8 + line + "\n" for line in shape.init) + "\n"
+            text = variants._replace_once(text, _INIT_END, _INIT_END + " " * 8 + f"self.{INIT_HELPER}()\n")
+        helpers = CLASS_HELPERS + body + ("    @_identity\n" if self.decorated else "")
         text = variants._replace_once(text, "    def forward_mqa(\n", helpers + "    def forward_mqa(\n")
         extras = "".join(STEADY_EXTRAS[name] for name in self.steady)
         text = variants._replace_once(text, _STEADY_ANCHOR, _STEADY_ANCHOR + extras)
@@ -647,6 +713,9 @@ def observe(variant: Variant, stock_source: str, folder: Path, synthetic) -> Obs
         if layer.topk_indices_buffer is not None:
             _LazyBuffer.cls = _LazyBuffer.cls or _buffer_class()
             layer.topk_indices_buffer = layer.topk_indices_buffer.as_subclass(_LazyBuffer.cls)
+    if INIT_HELPER in cls.__dict__:  # the end of __init__, which make_layer skips
+        for layer in layers.values():
+            getattr(cls, INIT_HELPER)(layer)
     stock = cls.__dict__["forward_mqa"]
     obs = Observation(verdict=str(classify_source(text).verdict))
     # What runs: the class attribute as Python looks it up at call time.

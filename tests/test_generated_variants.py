@@ -73,3 +73,42 @@ def test_state_the_buffer_changes_in_a_method_the_warmup_calls_crashes_and_reads
     obs = gen.observe(variant, source, tmp_path, synthetic)
     assert obs.lacks_buffer(obs.runs) == ["swa0", "swa1"]
     assert (obs.verdict, obs.status_verdict, obs.runtime_patched) == ("unknown", "unknown", False)
+
+
+CONSTRUCTION_UNSAFE = ["init-annotation-alone-then-a-chosen-store",
+                       "init-store-deleted-then-a-chosen-store",
+                       "init-self-rebound-around-a-store",
+                       "init-index-set-by-the-buffer",
+                       "init-key-set-by-the-buffer",
+                       "init-helper-by-getattr-advances-an-iterator",
+                       "init-numpy-write-by-the-buffer",
+                       "init-namespace-list-filled-by-the-buffer",
+                       "closure-fills-by-the-buffer",
+                       "walrus-fills-by-the-buffer",
+                       "key-kept-by-the-buffer"]
+
+
+@pytest.mark.parametrize("module", CONSTRUCTION_UNSAFE)
+@pytest.mark.parametrize("base", ["0.28.0-shape", "0.27.1"])
+def test_what_the_layers_construction_or_a_skipped_arm_leaves_crashes_and_reads_unknown(
+        module, base, flashmla, cpu_workspace, tmp_path):
+    """The end of __init__ (or a warmup arm the missing buffer skips)
+    leaves state the warmup reads: the SWA-only warmup fails without the
+    buffer, and neither the classifier nor status calls it safe; the
+    runtime does not patch what it cannot judge."""
+    source = flashmla.__loader__.get_source(flashmla.__name__)
+    variant = gen.Variant(base, "prefix", (), False, (), module)
+    obs = gen.observe(variant, source, tmp_path, synthetic)
+    assert obs.lacks_buffer(obs.runs) == ["swa0", "swa1"]
+    assert (obs.verdict, obs.status_verdict, obs.runtime_patched) == ("unknown", "unknown", False)
+
+
+@pytest.mark.parametrize("module", sorted(m for m in gen.MODULE_SHAPES
+                                          if m.startswith("init-") and m.endswith("-plain")))
+def test_plain_construction_beside_the_buffer_runs_and_the_fix_is_still_read(
+        module, flashmla, cpu_workspace, tmp_path):
+    source = flashmla.__loader__.get_source(flashmla.__name__)
+    variant = gen.Variant("0.28.0-shape", "prefix", (), False, (), module)
+    obs = gen.observe(variant, source, tmp_path, synthetic)
+    assert obs.lacks_buffer(obs.runs) == [] and obs.runs["swa0"] is None
+    assert (obs.verdict, obs.status_verdict) == ("fixed", "fixed")
