@@ -14,7 +14,10 @@ applied (``fixed``), changed by ``test_module_as_loaded.build``.
 - this module's function handed to outside code (``torch.compile(_h)``):
   walked as called there, with no receiver;
 - a method called with the layer's class as its ``self``, storing an
-  attribute on it: the class handed to a store is unknown, not a crash.
+  attribute on it: the class handed to a store is unknown, not a crash;
+- the layer handed to a module function through ``*args``: the tuple may
+  hold the buffer (unknown); constants handed so hold nothing of it;
+- a crash after a ``for`` loop that has no ``break``: reached for sure.
 """
 
 from __future__ import annotations
@@ -42,6 +45,13 @@ CASES = [
     pytest.param(dict(body="    def _store(self):\n        self.foo = 1\n\n",
                       warmup=("type(self)._store(type(self))",)),
                  Verdict.UNKNOWN, id="method-called-with-the-class-as-self-stores-on-it"),
+    pytest.param(dict(top="def _h(*a):\n    return a[0].topk_indices_buffer.shape[-1]\n\n\n",
+                      warmup=("x = _h(self)",)),
+                 Verdict.UNKNOWN, id="the-layer-handed-through-star-args"),
+    pytest.param(dict(top="def _h(*a):\n    return len(a)\n\n\n", warmup=("x = _h(1, 2)",)),
+                 Verdict.FIXED, id="constants-handed-through-star-args"),
+    pytest.param(dict(warmup=("for _d in q.shape:", "    pass", "x = self.topk_indices_buffer.shape")),
+                 Verdict.AFFECTED, id="crash-after-a-loop-without-break-is-certain"),
 ]
 
 
