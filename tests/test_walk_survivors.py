@@ -17,7 +17,10 @@ applied (``fixed``), changed by ``test_module_as_loaded.build``.
   attribute on it: the class handed to a store is unknown, not a crash;
 - the layer handed to a module function through ``*args``: the tuple may
   hold the buffer (unknown); constants handed so hold nothing of it;
-- a crash after a ``for`` loop that has no ``break``: reached for sure.
+- a crash after a ``for`` loop that has no ``break``: reached for sure;
+- a case whose guard the walk cannot decide (a mutant raised on it);
+- ``case True:`` does not match ``1`` (Python compares singletons by
+  identity).
 """
 
 from __future__ import annotations
@@ -52,6 +55,10 @@ CASES = [
                  Verdict.FIXED, id="constants-handed-through-star-args"),
     pytest.param(dict(warmup=("for _d in q.shape:", "    pass", "x = self.topk_indices_buffer.shape")),
                  Verdict.AFFECTED, id="crash-after-a-loop-without-break-is-certain"),
+    pytest.param(dict(warmup=("match 1:", "    case 1 if q.dim() == 3:", "        pass")),
+                 Verdict.FIXED, id="match-case-with-a-guard-the-walk-cannot-decide"),
+    pytest.param(dict(warmup=("match 1:", "    case True:", "        raise ValueError('x')")),
+                 Verdict.FIXED, id="match-singleton-compares-by-identity"),
 ]
 
 
