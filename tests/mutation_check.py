@@ -1124,8 +1124,8 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     ),
     "walk-skipped-names-kept-plain": (
         "_i = 5; if b is not None: _i = 0; (0,)[_i] reads _i as if no buffer chose it",
-        [("warmup_shape/statements.py", "                    end.env[name] = end.env[name].mark(True)\n",
-          "                    pass\n")],
+        [("warmup_shape/statements.py", "        for name in _local_names(nodes) & set(st.env):\n            st.env[name] = st.env[name].mark(True)\n",
+          "        for name in _local_names(nodes) & set(st.env):\n            pass\n")],
     ),
     "walk-derived-index-looked-up": (
         "(0,)[self._i] with _i set by the buffer reads as a lookup that cannot fail",
@@ -1141,6 +1141,53 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         "(_e := _d)['k'] = 1 in the skipped arm changes nothing",
         [("warmup_shape/syntax.py", "        found.add(key if key is not None else (\"*\", None))\n",
           "        found.add(key) if key is not None else None\n")],
+    ),
+    "walk-skipped-ifexp-plain": (
+        "(_i := 0) if b is not None else 1: _i keeps a plain value without the buffer",
+        [("warmup_shape/expressions.py", "            if test.derived:\n                self.skipped([e.orelse if value else e.body], st)\n",
+          "")],
+    ),
+    "walk-skipped-boolop-plain": (
+        "b is not None and (_i := 0): _i keeps a plain value without the buffer",
+        [("warmup_shape/expressions.py", "                    if v.derived:  # the rest did not run for lack of the buffer\n",
+          "                    if False:  # the rest did not run for lack of the buffer\n")],
+    ),
+    "walk-unrolled-derived-plain": (
+        "a for loop over a constant the buffer chose leaves its names plain",
+        [("warmup_shape/statements.py", "        if it.derived:  # the buffer decides the items, so how often the body runs\n",
+          "        if False:  # the buffer decides the items, so how often the body runs\n")],
+    ),
+    "walk-skipped-reads-plain": (
+        "_g = iter(..); if b is not None: 5 in _g; _a, = _g reads _g as untouched",
+        [("warmup_shape/statements.py", "                if isinstance(n, ast.Name) and n.id in st.env and st.env[n.id].kind not in kept:\n",
+          "                if False:\n")],
+    ),
+    "walk-skipped-operand-changes-nothing": (
+        "b is None or _l.pop(): the skipped operand's call changes nothing",
+        [("warmup_shape/expressions.py", "                        self.skip_changes(e.values[len(results):], e)\n", "")],
+    ),
+    "walk-skipped-ifexp-arm-changes-nothing": (
+        "_m.update(k=1) if b is not None else 0: the skipped arm changes nothing",
+        [("warmup_shape/expressions.py", "            if test.derived:\n                self.skip_changes([e.orelse if value else e.body], e)\n", "")],
+    ),
+    "walk-skipped-filter-rest-plain": (
+        "[.. for _ in (1,) if b is not None if 5 in _g]: the rest of the filters ran",
+        [("warmup_shape/expressions.py", "                        self.skip_changes(rest, cond)\n                        self.skipped(rest, st)\n", "")],
+    ),
+    "walk-comprehension-marks-stay-inside": (
+        "what a comprehension's filter on the buffer decided of an outer name stays inside",
+        [("warmup_shape/expressions.py", "            if v.derived and name in st.env and not st.env[name].derived:\n",
+          "            if False:\n")],
+    ),
+    "walk-skipped-decorator-ignored": (
+        "@self._reg on a def the buffer skips changes nothing",
+        [("warmup_shape/syntax.py", "            if isinstance(n, (ast.Import, ast.ImportFrom)) or getattr(n, \"decorator_list\", None):\n",
+          "            if isinstance(n, (ast.Import, ast.ImportFrom)):\n")],
+    ),
+    "walk-def-defaults-not-run": (
+        "def _f(a=_m['k']) in __init__ under a test on the buffer runs nothing",
+        [("warmup_shape/aliases.py", "                for d in [*s.args.defaults, *(k for k in s.args.kw_defaults if k is not None)]:\n",
+          "                for d in []:\n")],
     ),
     "exports-raw-unread": (
         "Splunk's _raw and GELF's short_message are no message",

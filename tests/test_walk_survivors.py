@@ -20,7 +20,12 @@ applied (``fixed``), changed by ``test_module_as_loaded.build``.
 - a crash after a ``for`` loop that has no ``break``: reached for sure;
 - a case whose guard the walk cannot decide (a mutant raised on it);
 - ``case True:`` does not match ``1`` (Python compares singletons by
-  identity).
+  identity);
+- a module function with a parameter handed to outside code: walked with
+  a value for it;
+- ``a, *b, c = (1, 2, 3)``: ``c`` is 3;
+- ``raise ValueError(x.shape)``: the argument runs (and fails) before
+  the raise a handler would take.
 """
 
 from __future__ import annotations
@@ -59,6 +64,13 @@ CASES = [
                  Verdict.FIXED, id="match-case-with-a-guard-the-walk-cannot-decide"),
     pytest.param(dict(warmup=("match 1:", "    case True:", "        raise ValueError('x')")),
                  Verdict.FIXED, id="match-singleton-compares-by-identity"),
+    pytest.param(dict(top="def _h(x):\n    return x\n\n\n", warmup=("torch.compile(_h)",)),
+                 Verdict.FIXED, id="module-function-with-a-parameter-handed-to-outside-code"),
+    pytest.param(dict(warmup=("a, *b, c = (1, 2, 3)", "x = (0,)[3 - c]")),
+                 Verdict.FIXED, id="starred-unpacking-of-constants-gives-the-last-name-the-last-item"),
+    pytest.param(dict(warmup=("try:", "    raise ValueError(self.topk_indices_buffer.shape)",
+                              "except ValueError:", "    pass")),
+                 Verdict.AFFECTED, id="raise-runs-its-arguments-first"),
 ]
 
 

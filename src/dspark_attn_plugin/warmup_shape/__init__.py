@@ -16,14 +16,18 @@ R1 *The run.* ``forward_mqa`` is interpreted from its first statement as the
    imports, other attributes, results of outside code). Every value carries
    a mark, *derived*: the buffer is
    derived, so is whatever is computed from a derived value, whatever code
-   chosen by a decided test on a derived value stores or returns, every
-   name that the code such a test skipped may bind (what it holds is what
-   the buffer's absence left in it) (and the
+   chosen by a decided test on a derived value stores or returns (and the
    rest of the function, when the arm not taken could have left it, or
    after a ``with`` whose manager the buffer may steer, since its exit may
    swallow what the body raises; a ``try`` whose body may raise by it,
    through this module's code handed to outside code too, as ``map`` or a
-   sort key; what a comprehension keeps by a filter on a derived value), and
+   sort key; what a comprehension keeps by a filter on a derived value);
+   what code such a test skipped (an ``if``'s arm, an operand of a
+   conditional expression or of ``and``/``or``, a comprehension's filters
+   and parts after it, a loop's body, ``match`` cases) may bind or read:
+   the names (but constants, the layer, its class and functions: reading
+   an object may change it, an iterator by ``in``, a defaultdict by a
+   missing key; the layer's attributes it reads are ``aliases``'s); and
    any attribute (or module-level object) that the module's other code
    (``__init__``, helpers, methods, other classes) may fill from the
    buffer, or change on a path a test on it chose, or fill with its own
@@ -70,7 +74,8 @@ R4 *Cannot see.* ``unknown`` when the run reaches: an undecided test on a
    up in anything; code that a decided test on a derived value skips and
    that may change an object (a store into an attribute or an item, one
    through an expression that is not a name, a method call, a call of
-   anything but a few builtins, an object handed to a call); outside code
+   anything but a few builtins, an object handed to a call, a decorator,
+   an import); outside code
    called on a path a derived test chose; a method
    the class does not define, ``super()``, a decorated function, a class
    attribute that is not a plain constant, a store into the buffer or the
@@ -116,7 +121,8 @@ nn.Module's own methods) may change what the warmup reads; outside code in
 the forward paths changes no state the warmup reads later but for the forms
 ``aliases`` names; values the walk keeps opaque (a list or dict it built, a
 comprehension's loop variable, a name nothing binds) raise nothing when
-read, unless code that a test on the buffer skipped changes them: a crash
+read, unless code that a test on the buffer skipped changes or reads
+them: a crash
 there does not depend on the buffer (it would stop those layers with a
 buffer too). A context
 manager other than ``torch.no_grad``-like ones may swallow an exception, so

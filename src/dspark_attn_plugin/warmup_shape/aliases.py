@@ -867,6 +867,9 @@ class _Flow:
         if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             for d in s.decorator_list:
                 self.expression(d, tainted, fn)
+            if not isinstance(s, ast.ClassDef):  # defaults run when the def does
+                for d in [*s.args.defaults, *(k for k in s.args.kw_defaults if k is not None)]:
+                    self.expression(d, tainted, fn)
             if isinstance(s, ast.ClassDef):
                 self.block(s.body, tainted, fn)
                 return False

@@ -379,11 +379,16 @@ class ExpressionWalk:
         if value is None and test.derived:
             self.doubt(e, f"chooses on an undecided value derived from {BUFFER_ATTR}")
         if value is not None:
+            if test.derived:
+                self.skip_changes([e.orelse if value else e.body], e)
             self.chosen += test.derived
             try:
-                return self.expr(e.body if value else e.orelse, st, scope).mark(test.derived)
+                result = self.expr(e.body if value else e.orelse, st, scope).mark(test.derived)
             finally:
                 self.chosen -= test.derived
+            if test.derived:
+                self.skipped([e.orelse if value else e.body], st)
+            return result
         results = []
         for arm in (e.body, e.orelse):
             arm_st = st.copy(MAYBE)
@@ -419,6 +424,9 @@ class ExpressionWalk:
                 if truth is None and v.derived:
                     self.doubt(part, f"tests an undecided value derived from {BUFFER_ATTR}")
                 if truth is (not is_and):  # short-circuit: this value is the result
+                    if v.derived:  # the rest did not run for lack of the buffer
+                        self.skip_changes(e.values[len(results):], e)
+                        self.skipped(e.values[len(results):], cur)
                     break
                 if truth is None:
                     cur = cur.copy(MAYBE)
@@ -555,10 +563,14 @@ class ExpressionWalk:
                     self.escape(gen.iter, it, "an iterator the walk cannot see")
                 derived = derived or it.derived
                 self._bind_comprehension_target(gen.target, it, inner, scope)
-                for cond in gen.ifs:
+                for k, cond in enumerate(gen.ifs):
                     c = self.expr(cond, inner, scope)
                     if _truth(c) is None and c.derived:
                         self.doubt(cond, f"filters on a value derived from {BUFFER_ATTR}")
+                    if _truth(c) is False and c.derived:  # the rest is left for lack of the buffer
+                        rest = [*gen.ifs[k + 1:], *e.generators[i + 1:], *parts]
+                        self.skip_changes(rest, cond)
+                        self.skipped(rest, st)
                     if c.derived and not steering:
                         # The items kept, and what the rest runs, were
                         # chosen by a test on the buffer.
@@ -572,6 +584,9 @@ class ExpressionWalk:
                 derived = derived or v.derived
         finally:
             self.chosen -= steering
+        for name, v in inner.env.items():  # what the buffer decided of outer names in here
+            if v.derived and name in st.env and not st.env[name].derived:
+                st.env[name] = st.env[name].mark(True)
         return _Val(OPAQUE, derived=derived)
 
     def _bind_comprehension_target(self, target, it, inner, scope):

@@ -385,14 +385,36 @@ class StatementWalk:
                 end = self.block(taken, st, scope)
             finally:
                 self.chosen -= 1
-            if end is not None:
-                # With the buffer the skipped code binds these names: what
-                # they hold here is what the buffer's absence left in them.
-                for name in _local_names(skipped) & set(end.env):
-                    end.env[name] = end.env[name].mark(True)
+            self.skipped(skipped, end)
             return end
         ends = [self.block(arm, st.copy(MAYBE), scope) for arm in arms]
         return self.merge(st, ends, scope)
+
+    def skip_changes(self, nodes, at) -> None:
+        """``nodes`` did not run for lack of the buffer: with it they may
+        change objects the warmup reads (through any name)."""
+        if _changed_objects(nodes):
+            self.doubt(at, f"skips, for lack of {BUFFER_ATTR}, code that changes objects "
+                           "the warmup may read")
+
+    def skipped(self, nodes, st: _State | None) -> None:
+        """``nodes`` (statements or expressions) did not run, or ran a
+        number of times, by a decided test on a derived value: with the
+        buffer they may bind these names, and reading an object may change
+        it (an iterator advanced by ``in``, a defaultdict's missing key), so
+        what the names they bind or read hold here (but constants, the
+        layer, its class and functions) is what the buffer's absence left
+        in them. (The layer's attributes such code reads are the
+        ``aliases`` reading's: it takes the code as chosen.)"""
+        if st is None:
+            return
+        for name in _local_names(nodes) & set(st.env):
+            st.env[name] = st.env[name].mark(True)
+        kept = (CONST, LAYER, CLS, FUNC, FWD_CONTEXT)
+        for node in nodes:
+            for n in ast.walk(node):
+                if isinstance(n, ast.Name) and n.id in st.env and st.env[n.id].kind not in kept:
+                    st.env[n.id] = st.env[n.id].mark(True)
 
     def steered(self, scope) -> bool:
         """R1: this code runs because the buffer is missing (a decided test
@@ -424,6 +446,7 @@ class StatementWalk:
             ):
                 return self.unrolled(s, it, st, scope)
         head = st.copy(MAYBE)
+        steered_by_test = False
         normal: list = []  # states that leave by the loop's own test
         breaks: list = []
         total = True
@@ -436,6 +459,9 @@ class StatementWalk:
                     self.doubt(s, f"loops on an undecided test derived from {BUFFER_ATTR}")
                 if test.derived:
                     scope.steered = True
+                    steered_by_test = True
+                    if value is False and head is not None and _ == 0:
+                        self.skip_changes(s.body, s)
                 if value is not True:
                     normal.append(head)
                 if value is False:
@@ -470,6 +496,8 @@ class StatementWalk:
         sure = total and not breaks and after is not None and isinstance(s, ast.For)
         out.reach = st.reach if sure else MAYBE
         out.total = st.total and sure
+        if steered_by_test:  # the buffer decides how often the body runs
+            self.skipped(s.body, out)
         return out
 
     def _body(self, s, body_st: _State, scope: _Scope):
@@ -512,6 +540,9 @@ class StatementWalk:
         sure = len(exits) == 1 and exits[0].total and exits[0].reach == st.reach
         out.reach = st.reach if sure else MAYBE
         out.total = st.total and sure
+        if it.derived:  # the buffer decides the items, so how often the body runs
+            self.skip_changes(s.body, s)
+            self.skipped(s.body, out)
         return out
 
     def _maybe_entry(self, st: _State, body) -> _State:
@@ -633,13 +664,16 @@ class StatementWalk:
         subject = self.expr(s.subject, st, scope)
         ends = []
         cur = st
+        not_run = []
         for case in s.cases:
             if cur is None:
+                not_run.append(case)
                 continue
             outcome = self._pattern(case.pattern, subject, cur, scope)
             if outcome is not None and subject.derived:
                 scope.steered = True
             if outcome is False:
+                not_run.append(case)
                 continue
             if outcome is None and subject.derived:
                 self.doubt(case.pattern, f"matches an undecided value derived from {BUFFER_ATTR}")
@@ -651,6 +685,7 @@ class StatementWalk:
                 if guard is None and g.derived:
                     self.doubt(case.guard, f"guards on a value derived from {BUFFER_ATTR}")
             if guard is False:
+                not_run.append(case)
                 continue
             if outcome is True and guard is True:
                 ends.append(self.block(case.body, arm, scope))
@@ -660,7 +695,11 @@ class StatementWalk:
                 cur = cur.copy(MAYBE) if cur is not None else None
         if cur is not None:
             ends.append(cur)
-        return self.merge(st, ends, scope)
+        out = self.merge(st, ends, scope)
+        if subject.derived:  # the buffer decides which case runs
+            self.skip_changes(not_run, s)
+            self.skipped(s.cases, out)
+        return out
 
     def _pattern(self, p, subject: _Val, st, scope) -> bool | None:
         """Whether pattern ``p`` matches; binds captured names."""

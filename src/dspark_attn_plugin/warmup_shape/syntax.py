@@ -223,8 +223,9 @@ def _changed_objects(stmts) -> set:
     """The objects ``stmts`` may change: stored into, deleted from,
     augmented, a method of called, or handed to a call. ``("*", None)``
     stands for objects it cannot name: a store through an expression that
-    is not a name (a walrus, a call's result), or a call of a function
-    (a closure, this module's functions) that may change what it reaches."""
+    is not a name (a walrus, a call's result), a call of a function (a
+    closure, this module's functions) that may change what it reaches, a
+    decorator or an import."""
     found = set()
 
     def add(e) -> None:
@@ -243,6 +244,8 @@ def _changed_objects(stmts) -> set:
                     if isinstance(x, (ast.Attribute, ast.Subscript)) or (
                             isinstance(n, ast.AugAssign) and x is t and isinstance(x, ast.Name)):
                         add(x)
+            if isinstance(n, (ast.Import, ast.ImportFrom)) or getattr(n, "decorator_list", None):
+                found.add(("*", None))  # a module's code, a decorator: calls with no call node
             if isinstance(n, ast.Call):
                 if isinstance(n.func, ast.Attribute):
                     add(n.func.value)
