@@ -25,7 +25,12 @@ applied (``fixed``), changed by ``test_module_as_loaded.build``.
   a value for it;
 - ``a, *b, c = (1, 2, 3)``: ``c`` is 3;
 - ``raise ValueError(x.shape)``: the argument runs (and fails) before
-  the raise a handler would take.
+  the raise a handler would take;
+- an attribute stored in a ``try`` after what fails for lack of the
+  buffer: after the handler it holds what it held before (without the
+  buffer the warmup's ``self._d['k']`` fails; it reads unknown);
+- a ``finally`` block with a ``def`` and then ``return``: the return
+  drops the exception.
 """
 
 from __future__ import annotations
@@ -71,6 +76,14 @@ CASES = [
     pytest.param(dict(warmup=("try:", "    raise ValueError(self.topk_indices_buffer.shape)",
                               "except ValueError:", "    pass")),
                  Verdict.AFFECTED, id="raise-runs-its-arguments-first"),
+    pytest.param(dict(warmup=("self._d = {}", "try:", "    self.topk_indices_buffer.shape",
+                              "    self._d = {'k': 1}", "except AttributeError:", "    pass",
+                              "x = self._d['k']")),
+                 Verdict.UNKNOWN, id="attribute-stored-after-what-raises-for-lack-of-the-buffer"),
+    pytest.param(dict(body="    def _h(self):\n        try:\n            self.topk_indices_buffer.shape\n"
+                           "        finally:\n            def _g():\n                pass\n            return 0\n\n",
+                      warmup=("x = self._h()",)),
+                 Verdict.FIXED, id="finally-with-a-def-then-return-drops-the-exception"),
 ]
 
 
