@@ -30,7 +30,9 @@ applied (``fixed``), changed by ``test_module_as_loaded.build``.
   buffer: after the handler it holds what it held before (without the
   buffer the warmup's ``self._d['k']`` fails; it reads unknown);
 - a ``finally`` block with a ``def`` and then ``return``: the return
-  drops the exception.
+  drops the exception;
+- a context manager reached by a subscript (``with [suppress(...)][0]:``)
+  may swallow what its body raises: the warmup runs, so not affected.
 """
 
 from __future__ import annotations
@@ -84,6 +86,10 @@ CASES = [
                            "        finally:\n            def _g():\n                pass\n            return 0\n\n",
                       warmup=("x = self._h()",)),
                  Verdict.FIXED, id="finally-with-a-def-then-return-drops-the-exception"),
+    pytest.param(dict(top="import contextlib\n",
+                      warmup=("with [contextlib.suppress(AttributeError)][0]:",
+                              "    self.topk_indices_buffer.shape")),
+                 Verdict.UNKNOWN, id="a-manager-reached-by-a-subscript-may-swallow"),
 ]
 
 
