@@ -242,12 +242,6 @@ class StatementWalk:
                 return _DERIVED
         return _OPAQUE
 
-    @staticmethod
-    def _all_params(function) -> list[str]:
-        a = function.args
-        names = [p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs]]
-        return names + [p.arg for p in (a.vararg, a.kwarg) if p]
-
     # -- statements -----------------------------------------------------------
     def block(self, stmts, st: _State | None, scope: _Scope) -> _State | None:
         for stmt in stmts:
