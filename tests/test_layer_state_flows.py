@@ -1167,6 +1167,20 @@ NEVER_SAFE = [
                  id='init-def-default-reads-a-defaultdict-by-the-buffer'),
     pytest.param(dict(init=("_g = iter((5, 6))", "if self.topk_indices_buffer is not None:", "    def _f(*, a=5 in _g):", "        pass", "self._n = len([*_g])"), warmup=("_x = (0,)[self._n - 1]",)),
                  id='init-def-keyword-default-advances-an-iterator-by-the-buffer'),
+    pytest.param(dict(body="    def _h(self, d):\n        while self.topk_indices_buffer is not None:\n            d['k'] = 1\n            break\n        return None\n\n", warmup=('d = {}', 'e = d', 'self._h(d)', "e['k']")),
+                 id='heldout8-while-on-the-buffer-fills-through-another-name'),
+    pytest.param(dict(body="    def _h(self, d):\n        x = 0\n        while self.topk_indices_buffer is not None:\n            x = 1\n            break\n        if x:\n            d['k'] = 1\n        return None\n\n", warmup=('d = {}', 'e = d', 'self._h(d)', "e['k']")),
+                 id='heldout8-while-on-the-buffer-sets-a-flag-read-later'),
+    pytest.param(dict(warmup=('d = {}', 'e = d', "for k in (() if self.topk_indices_buffer is None else ('k',)):", '    d[k] = 1', "e['k']")),
+                 id='heldout8-loop-over-what-the-buffer-chose-fills'),
+    pytest.param(dict(body="    def _h(self, d):\n        match self.topk_indices_buffer:\n            case _ if self.topk_indices_buffer is not None:\n                d['k'] = 1\n            case _:\n                pass\n        return None\n\n", warmup=('d = {}', 'e = d', 'self._h(d)', "e['k']")),
+                 id='heldout8-match-guard-on-the-buffer-fills'),
+    pytest.param(dict(warmup=('n = 0', 'try:', '    n = 1', '    self.topk_indices_buffer.dim()', '    n = 0', 'except Exception:', '    pass', 'if n:', "    raise RuntimeError('x')")),
+                 id='heldout8-try-left-midway-by-the-buffer'),
+    pytest.param(dict(warmup=('d = {}', 'e = d', 'x = (0, 1)[self.topk_indices_buffer is None]', 'if not x:', "    d['k'] = 1", "e['k']")),
+                 id='heldout8-constant-indexed-by-a-test-on-the-buffer'),
+    pytest.param(dict(warmup=("d = {'k': 1}", 'e = d', 'if self.topk_indices_buffer is not None:', "    del d['k']", '(1,)[len(e)]')),
+                 id='heldout8-skipped-del-of-an-item'),
 ]
 
 READS_FIXED = [

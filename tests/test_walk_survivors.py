@@ -32,7 +32,9 @@ applied (``fixed``), changed by ``test_module_as_loaded.build``.
 - a ``finally`` block with a ``def`` and then ``return``: the return
   drops the exception;
 - a context manager reached by a subscript (``with [suppress(...)][0]:``)
-  may swallow what its body raises: the warmup runs, so not affected.
+  may swallow what its body raises: the warmup runs, so not affected;
+- ``case 3:`` on ``q.dim()``, a value the walk cannot read, may match:
+  the crash under it is reached maybe (a mutant never matched it: fixed).
 """
 
 from __future__ import annotations
@@ -90,6 +92,8 @@ CASES = [
                       warmup=("with [contextlib.suppress(AttributeError)][0]:",
                               "    self.topk_indices_buffer.shape")),
                  Verdict.UNKNOWN, id="a-manager-reached-by-a-subscript-may-swallow"),
+    pytest.param(dict(warmup=("match q.dim():", "    case 3:", "        self.topk_indices_buffer.shape")),
+                 Verdict.UNKNOWN, id="a-value-case-on-a-subject-the-walk-cannot-read-may-match"),
 ]
 
 
