@@ -554,6 +554,22 @@ MODULE_SHAPES = {
     "walrus-fills-by-the-buffer": ModuleShape(
         warmup=("_d = {}", "if self.topk_indices_buffer is not None:", "    (_e := _d)['k'] = 1",
                 "x = _d['k']")),
+    # Code the buffer skips that changes an object without a store: an
+    # iterator advanced by `in` in a skipped operand, a defaultdict's
+    # missing key read in a skipped arm, a while on the buffer filling a
+    # dict read through another name; and plain reads beside them.
+    "iterator-advanced-in-a-skipped-operand": ModuleShape(
+        warmup=("_g = iter((5, 6))", "_t = self.topk_indices_buffer is None or (5 in _g)", "_a, = _g")),
+    "defaultdict-read-in-a-skipped-arm": ModuleShape(
+        top="import collections\n\n\n",
+        warmup=("_m = collections.defaultdict(int)", "if self.topk_indices_buffer is not None:",
+                "    _t = _m['k']", "x = _m.pop('k')")),
+    "while-on-the-buffer-fills-through-another-name": ModuleShape(
+        body="    def _fill(self, d):\n        while self.topk_indices_buffer is not None:\n"
+             "            d['k'] = 1\n            break\n\n",
+        warmup=("_d = {}", "_e = _d", "self._fill(_d)", "x = _e['k']")),
+    "constant-read-in-a-skipped-operand-plain": ModuleShape(
+        warmup=("_c = (5, 6)", "_t = self.topk_indices_buffer is None or (5 in _c)", "_a, _b = _c"), plain=True),
     "key-kept-by-the-buffer": ModuleShape(
         warmup=("_s = ''", "if self.topk_indices_buffer is not None:", "    _s = 'k'", "x = {'k': 1}[_s]")),
 }

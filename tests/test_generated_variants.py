@@ -85,7 +85,10 @@ CONSTRUCTION_UNSAFE = ["init-annotation-alone-then-a-chosen-store",
                        "init-namespace-list-filled-by-the-buffer",
                        "closure-fills-by-the-buffer",
                        "walrus-fills-by-the-buffer",
-                       "key-kept-by-the-buffer"]
+                       "key-kept-by-the-buffer",
+                       "iterator-advanced-in-a-skipped-operand",
+                       "defaultdict-read-in-a-skipped-arm",
+                       "while-on-the-buffer-fills-through-another-name"]
 
 
 @pytest.mark.parametrize("module", CONSTRUCTION_UNSAFE)
