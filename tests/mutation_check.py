@@ -1079,8 +1079,8 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     ),
     "walk-skipped-arm-changes-nothing": (
         "_d = {}; if b is not None: _d['k'] = 1; _d['k'] in the warmup reads as if the store ran",
-        [("warmup_shape/statements.py", "            if changes:\n                # With the buffer, the skipped code changes these objects:\n",
-          "            if False:\n                # With the buffer, the skipped code changes these objects:\n")],
+        [("warmup_shape/statements.py", "            self.skip_changes(skipped, node)\n            if _can_leave(skipped):\n",
+          "            if _can_leave(skipped):\n")],
     ),
     "walk-annotation-alone-stores": (
         "self._k: int in __init__ counts as a store of _k",

@@ -364,15 +364,11 @@ class StatementWalk:
             taken, skipped = (arms[0], arms[1]) if value else (arms[1], arms[0])
             if not test.derived:
                 return self.block(taken, st, scope)
-            changes = _changed_objects(skipped)
-            if changes:
-                # With the buffer, the skipped code changes these objects:
-                # reading them may differ (an item missing, an attribute
-                # never stored), through any name (the walk does not follow
-                # which names are one object).
-                self.doubt(node, f"skips, for lack of {BUFFER_ATTR}, code that changes objects "
-                                 "the warmup may read")
-            if _can_leave(skipped) or changes:
+            # With the buffer, the skipped arm may change objects the warmup
+            # reads (through any name: the walk does not follow which names
+            # are one object): unknown.
+            self.skip_changes(skipped, node)
+            if _can_leave(skipped):
                 scope.steered = True  # what follows runs for lack of the buffer
             self.chosen += 1
             try:
