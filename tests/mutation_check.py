@@ -1189,6 +1189,14 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         [("warmup_shape/aliases.py", "                for d in [*s.args.defaults, *(k for k in s.args.kw_defaults if k is not None)]:\n",
           "                for d in []:\n")],
     ),
+    "walk-match-case-not-chosen": (
+        "match self.topk_indices_buffer: case None: outside() runs the call as if the buffer had no say",
+        [("warmup_shape/statements.py", "        chosen = 1 if subject.derived else 0\n", "        chosen = 0\n")],
+    ),
+    "walk-match-leaving-case-not-steering": (
+        "match self.topk_indices_buffer: case 1: return; then outside(): the call reads as run either way",
+        [("warmup_shape/statements.py", "            if _can_leave(s.cases):\n", "            if False:\n")],
+    ),
     "exports-raw-unread": (
         "Splunk's _raw and GELF's short_message are no message",
         [("log_exports.py", '"text", "content", "body", "_raw", "short_message")', '"text", "content", "body")')],

@@ -1181,6 +1181,22 @@ NEVER_SAFE = [
                  id='heldout8-constant-indexed-by-a-test-on-the-buffer'),
     pytest.param(dict(warmup=("d = {'k': 1}", 'e = d', 'if self.topk_indices_buffer is not None:', "    del d['k']", '(1,)[len(e)]')),
                  id='heldout8-skipped-del-of-an-item'),
+    # A match on the buffer chooses its cases as an if chooses its arms:
+    # outside code a case calls runs for lack of the buffer (and may fail
+    # without it); what follows runs for lack of it when another case could
+    # leave.
+    pytest.param(dict(top='from vllm.utils import warn_swa_only\n\n\n', warmup=('match self.topk_indices_buffer:', '    case None:', '        warn_swa_only()', '        return')),
+                 id='match-case-chosen-by-the-buffer-calls-outside-code'),
+    pytest.param(dict(top='from vllm.utils import warn_swa_only\n\n\n', warmup=('match self.topk_indices_buffer:', '    case None:', '        return warn_swa_only()')),
+                 id='match-case-chosen-by-the-buffer-returns-outside-code'),
+    pytest.param(dict(top='from vllm.utils import warn_swa_only\n\n\n', warmup=('match self.topk_indices_buffer:', '    case 1:', '        return', 'warn_swa_only()')),
+                 id='match-case-the-buffer-skips-could-return'),
+    pytest.param(dict(top='from vllm.utils import warn_swa_only\n\n\n', warmup=('match self.topk_indices_buffer:', '    case None:', '        pass', '    case _:', '        return', 'warn_swa_only()')),
+                 id='match-other-case-could-return'),
+    pytest.param(dict(body='    def _h(self):\n        match self.topk_indices_buffer:\n            case 1:\n                return\n        warn_swa_only()\n\n', top='from vllm.utils import warn_swa_only\n\n\n', warmup=('self._h()',)),
+                 id='helper-match-case-the-buffer-skips-could-return'),
+    pytest.param(dict(top='from vllm.utils import warn_swa_only\n\n\ndef _h(b):\n    match b:\n        case 1:\n            return\n    warn_swa_only()\n\n\n', warmup=('_h(self.topk_indices_buffer)',)),
+                 id='module-function-match-case-the-buffer-skips-could-return'),
 ]
 
 READS_FIXED = [
@@ -1313,6 +1329,12 @@ READS_FIXED = [
                  id='string-method-of-a-choice'),
     pytest.param(dict(init=('self._pad = round_up(int(self.topk_indices_buffer is None), 128)',)),
                  id='vllm-function-handed-a-choice'),
+    # A match on the buffer none of whose cases can leave: what follows runs
+    # with or without the buffer (an if's rule).
+    pytest.param(dict(top='from vllm.utils import warn_swa_only\n\n\n', warmup=('match self.topk_indices_buffer:', '    case None:', '        pass', 'warn_swa_only()')),
+                 id='match-on-the-buffer-that-cannot-leave-then-outside-code'),
+    pytest.param(dict(top='from vllm.utils import warn_swa_only\n\n\ndef _h(b):\n    match b:\n        case None:\n            pass\n    warn_swa_only()\n\n\n', warmup=('_h(self.topk_indices_buffer)',)),
+                 id='module-function-match-that-cannot-leave-then-outside-code'),
 ]
 
 

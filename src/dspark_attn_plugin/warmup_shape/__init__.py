@@ -17,7 +17,8 @@ R1 *The run.* ``forward_mqa`` is interpreted from its first statement as the
    a mark, *derived*: the buffer is
    derived, so is whatever is computed from a derived value, whatever code
    chosen by a decided test on a derived value stores or returns (and the
-   rest of the function, when the arm not taken could have left it, or
+   rest of the function, when the arm not taken could have left it (for a
+   ``match`` on a derived subject: any of its cases), or
    after a ``with`` whose manager the buffer may steer, since its exit may
    swallow what the body raises; a ``try`` whose body may raise by it,
    through this module's code handed to outside code too, as ``map`` or a

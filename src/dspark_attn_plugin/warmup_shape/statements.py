@@ -652,16 +652,35 @@ class StatementWalk:
 
     def match(self, s: ast.Match, st: _State, scope: _Scope) -> _State | None:
         subject = self.expr(s.subject, st, scope)
-        ends = []
+        # A subject derived from the buffer decides which case runs (each
+        # pattern decided, or the walk doubts): what the cases run, guards
+        # included, runs for lack of the buffer, as an if's taken arm does.
+        chosen = 1 if subject.derived else 0
+        self.chosen += chosen
+        try:
+            ends, not_run = self.cases(s, subject, st, scope)
+        finally:
+            self.chosen -= chosen
+        out = self.merge(st, ends, scope)
+        if subject.derived:
+            self.skip_changes(not_run, s)
+            if _can_leave(s.cases):
+                # With the buffer another case may run and leave, so what
+                # follows may run for lack of it.
+                scope.steered = True
+            self.skipped(s.cases, out)
+        return out
+
+    def cases(self, s: ast.Match, subject: _Val, st: _State, scope: _Scope):
+        """The cases in order: the end of each that runs (and the state
+        when none matches), and the cases that do not run."""
+        ends, not_run = [], []
         cur = st
-        not_run = []
         for case in s.cases:
             if cur is None:
                 not_run.append(case)
                 continue
             outcome = self._pattern(case.pattern, subject, cur, scope)
-            if outcome is not None and subject.derived:
-                scope.steered = True
             if outcome is False:
                 not_run.append(case)
                 continue
@@ -685,11 +704,7 @@ class StatementWalk:
                 cur = cur.copy(MAYBE) if cur is not None else None
         if cur is not None:
             ends.append(cur)
-        out = self.merge(st, ends, scope)
-        if subject.derived:  # the buffer decides which case runs
-            self.skip_changes(not_run, s)
-            self.skipped(s.cases, out)
-        return out
+        return ends, not_run
 
     def _pattern(self, p, subject: _Val, st, scope) -> bool | None:
         """Whether pattern ``p`` matches; binds captured names."""
