@@ -5,8 +5,9 @@ A Hypothesis strategy rewrites the warmup branch of the installed vLLM
 vLLM #50693 applied (0.28.0's shape): the assertion and the ``top_k`` line
 are replaced by a generated block of tests, assertions, raises, aliases,
 walrus, lambdas, methods, properties, ``torch._assert``, conditional
-expressions, early returns, ``match``, ``try``, ``with``, loops, and (one
-statement in five) comprehensions, kept generators, ``*``/``**`` unpacking,
+expressions, early returns, ``match`` (on the ratio, on the buffer, on a
+test of it), ``try``, ``with``, loops, and (one statement in five)
+comprehensions, kept generators, ``*``/``**`` unpacking,
 ``getattr`` with a default, f-string format specs, ``contextlib.suppress``,
 ``try``/``finally`` and broad ``except`` clauses; sometimes
 ``forward_mqa`` is decorated or its steady path gains statements
@@ -124,7 +125,7 @@ def statements(draw, depth=0):
         return [*head, *_indent(_indent(draw(blocks(depth + 1))), deeper), *tail]
     if depth >= 2:
         return draw(st.sampled_from(simple))()
-    kind = draw(st.integers(0, len(simple) + 6))
+    kind = draw(st.integers(0, len(simple) + 8))
     if kind < len(simple):
         return simple[kind]()
     body = lambda: _indent(draw(blocks(depth + 1)))  # noqa: E731
@@ -148,6 +149,14 @@ def statements(draw, depth=0):
             "    case 0 | 1:", *_indent(body()),
             "    case _:", *_indent(body()),
         ]
+    if compound == 6:  # the buffer (or a test on it) chooses the case
+        return [
+            "match self.topk_indices_buffer:",
+            "    case None:", *_indent(body()),
+            "    case _:", *_indent(body()),
+        ]
+    if compound == 7:
+        return [f"match {draw(tests())}:", "    case True:", *_indent(body())]
     return ["if self.compress_ratio <= 1:", *body(), "else:", *body()]
 
 
