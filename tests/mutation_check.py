@@ -1197,6 +1197,10 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         "match self.topk_indices_buffer: case 1: return; then outside(): the call reads as run either way",
         [("warmup_shape/statements.py", "            if _can_leave(s.cases):\n", "            if False:\n")],
     ),
+    "walk-for-else-leaving-ignored": (
+        "for ...: pass; else: if q.dim() == 3: return; then raise: the raise read as certain",
+        [("warmup_shape/statements.py", " and after.total\n", "\n")],
+    ),
     "exports-raw-unread": (
         "Splunk's _raw and GELF's short_message are no message",
         [("log_exports.py", '"text", "content", "body", "_raw", "short_message")', '"text", "content", "body")')],
@@ -1207,7 +1211,8 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
 # The tests each mutation runs (the whole offline suite where not named):
 # a mutation is killed when one of them fails.
 _CORE = ["tests/test_small_rules.py", "tests/test_warmup_shape.py", "tests/test_variants.py",
-         "tests/test_module_as_loaded.py", "tests/test_layer_state_flows.py"]
+         "tests/test_module_as_loaded.py", "tests/test_layer_state_flows.py",
+         "tests/test_walk_survivors.py"]
 FOCUS: dict[str, list[str]] = {name: _CORE for name in MUTATIONS if name.startswith(("R", "M", "walk-", "runtime-", "switch", "allow", "ifexp", "merge", "edit-", "rebuild", "super-cell", "status-"))}
 FOCUS.update({name: ["tests/test_diagnose.py", "tests/test_diagnose_corpus.py",
                      "tests/test_log_formats.py", "tests/test_log_reader_details.py",

@@ -34,7 +34,16 @@ applied (``fixed``), changed by ``test_module_as_loaded.build``.
 - a context manager reached by a subscript (``with [suppress(...)][0]:``)
   may swallow what its body raises: the warmup runs, so not affected;
 - ``case 3:`` on ``q.dim()``, a value the walk cannot read, may match:
-  the crash under it is reached maybe (a mutant never matched it: fixed).
+  the crash under it is reached maybe (a mutant never matched it: fixed);
+- a ``for`` over a constant too long to unroll (``("a",) * 9``, a string
+  of ten characters) binds its items, not an unknown value;
+- a crash after a loop whose body changes a name (a second pass) is still
+  certain;
+- a ``for``'s ``else`` that may return: the crash after it is reached
+  maybe (the walk read it certain: affected, until 2026-12-07); an
+  ``else`` that returns: never reached;
+- a ``with`` that may swallow, in a loop, whose body may return: the crash
+  after the loop is reached maybe.
 """
 
 from __future__ import annotations
@@ -94,6 +103,27 @@ CASES = [
                  Verdict.UNKNOWN, id="a-manager-reached-by-a-subscript-may-swallow"),
     pytest.param(dict(warmup=("match q.dim():", "    case 3:", "        self.topk_indices_buffer.shape")),
                  Verdict.UNKNOWN, id="a-value-case-on-a-subject-the-walk-cannot-read-may-match"),
+    # (2026-12-07, statements.py's open survivors and the for-else found
+    # while reading them)
+    pytest.param(dict(warmup=('for k in ("a",) * 9:',
+                              '    x = 0 if k == "a" else self.topk_indices_buffer.shape[-1]')),
+                 Verdict.FIXED, id="for-over-a-long-constant-tuple-takes-its-items"),
+    pytest.param(dict(warmup=('for k in "aaaaaaaaaa":',
+                              '    x = 0 if k == "a" else self.topk_indices_buffer.shape[-1]')),
+                 Verdict.FIXED, id="for-over-a-long-constant-string-takes-its-characters"),
+    pytest.param(dict(warmup=("n = 0", "for _ in range(2):", "    n = 1", "raise ValueError('x')")),
+                 Verdict.AFFECTED, id="crash-after-a-loop-whose-body-changes-a-name-is-certain"),
+    pytest.param(dict(warmup=("for _ in range(2):", "    pass", "else:", "    if q.dim() == 3:",
+                              "        return", "raise ValueError('x')")),
+                 Verdict.UNKNOWN, id="for-else-that-may-return-then-a-crash"),
+    pytest.param(dict(warmup=("for _ in range(2):", "    pass", "else:", "    return",
+                              "raise ValueError('x')")),
+                 Verdict.FIXED, id="for-else-that-returns-then-a-crash-never-reached"),
+    pytest.param(dict(top="import contextlib\n",
+                      warmup=("for _ in range(2):", "    with contextlib.suppress(ValueError):",
+                              "        if q.dim() == 3:", "            return",
+                              "raise ValueError('x')")),
+                 Verdict.UNKNOWN, id="a-loop-whose-swallowing-with-may-return-then-a-crash"),
 ]
 
 

@@ -483,7 +483,10 @@ class StatementWalk:
         out = _join_states([after, *breaks], scope.locals)
         if out is None:
             return None
-        sure = total and not breaks and after is not None and isinstance(s, ast.For)
+        # Sure: a ``for`` whose every pass went on, with no ``break``, and
+        # an ``else`` (if any) that every path went through.
+        sure = (total and not breaks and after is not None and after.total
+                and isinstance(s, ast.For))
         out.reach = st.reach if sure else MAYBE
         out.total = st.total and sure
         if steered_by_test:  # the buffer decides how often the body runs
