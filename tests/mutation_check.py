@@ -1079,7 +1079,7 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     ),
     "walk-skipped-arm-changes-nothing": (
         "_d = {}; if b is not None: _d['k'] = 1; _d['k'] in the warmup reads as if the store ran",
-        [("warmup_shape/statements.py", "            self.skip_changes(skipped, node)\n            if _can_leave(skipped):\n",
+        [("warmup_shape/statements.py", "            self.skip_changes(skipped, node, st, scope)\n            if _can_leave(skipped):\n",
           "            if _can_leave(skipped):\n")],
     ),
     "walk-annotation-alone-stores": (
@@ -1164,15 +1164,15 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     ),
     "walk-skipped-operand-changes-nothing": (
         "b is None or _l.pop(): the skipped operand's call changes nothing",
-        [("warmup_shape/expressions.py", "                        self.skip_changes(e.values[len(results):], e)\n", "")],
+        [("warmup_shape/expressions.py", "                        self.skip_changes(e.values[len(results):], e, cur, scope)\n", "")],
     ),
     "walk-skipped-ifexp-arm-changes-nothing": (
         "_m.update(k=1) if b is not None else 0: the skipped arm changes nothing",
-        [("warmup_shape/expressions.py", "            if test.derived:\n                self.skip_changes([e.orelse if value else e.body], e)\n", "")],
+        [("warmup_shape/expressions.py", "            if test.derived:\n                self.skip_changes([e.orelse if value else e.body], e, st, scope)\n", "")],
     ),
     "walk-skipped-filter-rest-plain": (
         "[.. for _ in (1,) if b is not None if 5 in _g]: the rest of the filters ran",
-        [("warmup_shape/expressions.py", "                        self.skip_changes(rest, cond)\n                        self.skipped(rest, st)\n", "")],
+        [("warmup_shape/expressions.py", "                        self.skip_changes(rest, cond, inner, scope)\n                        self.skipped(rest, st)\n", "")],
     ),
     "walk-comprehension-marks-stay-inside": (
         "what a comprehension's filter on the buffer decided of an outer name stays inside",
@@ -1201,6 +1201,16 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         "for ...: pass; else: if q.dim() == 3: return; then raise: the raise read as certain",
         [("warmup_shape/statements.py", " and after.total\n", "\n")],
     ),
+    "walk-skipped-reads-change-nothing": (
+        "e = d; if b is not None: None in d; then next(e): the skipped read of the iterator changes nothing",
+        [("warmup_shape/statements.py", "        if _changed_objects(nodes) or self.reads_objects(nodes, st, scope):\n",
+          "        if _changed_objects(nodes):\n")],
+    ),
+    "walk-skipped-attribute-reads-change-nothing": (
+        "self._o = d; if b is not None: None in self._o; then next(d): the layer's attribute read changes nothing",
+        [("warmup_shape/expressions.py", "    def _member_may_hold_an_object(self, attr: str, st) -> bool:\n",
+          "    def _member_may_hold_an_object(self, attr: str, st) -> bool:\n        return False\n")],
+    ),
     "exports-raw-unread": (
         "Splunk's _raw and GELF's short_message are no message",
         [("log_exports.py", '"text", "content", "body", "_raw", "short_message")', '"text", "content", "body")')],
@@ -1212,7 +1222,7 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
 # a mutation is killed when one of them fails.
 _CORE = ["tests/test_small_rules.py", "tests/test_warmup_shape.py", "tests/test_variants.py",
          "tests/test_module_as_loaded.py", "tests/test_layer_state_flows.py",
-         "tests/test_walk_survivors.py"]
+         "tests/test_walk_survivors.py", "tests/test_skipped_reads.py"]
 FOCUS: dict[str, list[str]] = {name: _CORE for name in MUTATIONS if name.startswith(("R", "M", "walk-", "runtime-", "switch", "allow", "ifexp", "merge", "edit-", "rebuild", "super-cell", "status-"))}
 FOCUS.update({name: ["tests/test_diagnose.py", "tests/test_diagnose_corpus.py",
                      "tests/test_log_formats.py", "tests/test_log_reader_details.py",

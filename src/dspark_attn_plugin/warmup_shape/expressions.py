@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+import builtins
+
 from dspark_attn_plugin.target import (
     CLASS_NAME,
 )
@@ -49,8 +52,6 @@ from dspark_attn_plugin.warmup_shape.verdict import (
     BUFFER_ATTR,
     RATIO_ATTR,
 )
-
-import ast
 
 
 # Builtins that consume a generator handed to them before they return.
@@ -131,6 +132,62 @@ class ExpressionWalk:
         if e.id in _PURE_BUILTINS or e.id in ("getattr", "hasattr", "isinstance", "type", "super"):
             return _Val(FUNC, ("builtin", e.id, None, None, None))
         return _OPAQUE
+
+    def reads_objects(self, nodes, st, scope) -> bool:
+        """Whether ``nodes`` (code not run, ``st`` where it would have)
+        read an object a read can change: a name (``may_hold_an_object``)
+        or an attribute of the layer or its class that is neither the
+        buffer, the ratio, nor a method without decorators (a property's
+        getter runs code)."""
+        for node in nodes:
+            for n in ast.walk(node):
+                if not isinstance(getattr(n, "ctx", None), ast.Load):
+                    continue
+                if isinstance(n, ast.Name) and self.may_hold_an_object(n.id, st, scope):
+                    return True
+                if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name):
+                    if self._owner_kind(n.value.id, st, scope) in (LAYER, CLS) and (
+                        self._member_may_hold_an_object(n.attr, st)
+                    ):
+                        return True
+        return False
+
+    def _owner_kind(self, name: str, st, scope) -> str | None:
+        if name in scope.locals:
+            value = st.env.get(name)
+            return None if value is None else value.kind
+        return CLS if name == CLASS_NAME else None
+
+    def _member_may_hold_an_object(self, attr: str, st) -> bool:
+        if "self." + attr in st.env:
+            return st.env["self." + attr].kind not in (CONST, LAYER, CLS, FUNC, FWD_CONTEXT)
+        if attr in (BUFFER_ATTR, RATIO_ATTR):
+            return False
+        function = self.module.methods.get(attr)
+        return function is None or bool(function.decorator_list)
+
+    def may_hold_an_object(self, name: str, st, scope) -> bool:
+        """Whether ``name``, read where ``st`` holds, may hold an object a
+        read can change (running its own code: an iterator ``in`` or a
+        loop advances, a defaultdict's missing key, a property): anything
+        but a constant, the layer, its class, a function, the forward
+        context or a builtin; a local not bound yet holds nothing (what
+        binds it made it). Nothing is run: no finding."""
+        kept = (CONST, LAYER, CLS, FUNC, FWD_CONTEXT, UNBOUND)
+        if name in scope.locals:
+            value = st.env.get(name)
+            return value is not None and value.kind not in kept
+        s = scope
+        while s.closure is not None:
+            if name in s.outer.locals:
+                value = s.closure.get(name)
+                return value is not None and value.kind not in kept
+            s = s.outer
+        if name == CLASS_NAME or name in self.module.functions or (
+            name in self.module.forward_context_names or name in self.module.constants
+        ):
+            return False
+        return name in self.module.module_names or not hasattr(builtins, name)
 
     def _Attribute(self, e, st, scope):
         base = self.expr(e.value, st, scope)
@@ -380,7 +437,7 @@ class ExpressionWalk:
             self.doubt(e, f"chooses on an undecided value derived from {BUFFER_ATTR}")
         if value is not None:
             if test.derived:
-                self.skip_changes([e.orelse if value else e.body], e)
+                self.skip_changes([e.orelse if value else e.body], e, st, scope)
             self.chosen += test.derived
             try:
                 result = self.expr(e.body if value else e.orelse, st, scope).mark(test.derived)
@@ -425,7 +482,7 @@ class ExpressionWalk:
                     self.doubt(part, f"tests an undecided value derived from {BUFFER_ATTR}")
                 if truth is (not is_and):  # short-circuit: this value is the result
                     if v.derived:  # the rest did not run for lack of the buffer
-                        self.skip_changes(e.values[len(results):], e)
+                        self.skip_changes(e.values[len(results):], e, cur, scope)
                         self.skipped(e.values[len(results):], cur)
                     break
                 if truth is None:
@@ -569,7 +626,7 @@ class ExpressionWalk:
                         self.doubt(cond, f"filters on a value derived from {BUFFER_ATTR}")
                     if _truth(c) is False and c.derived:  # the rest is left for lack of the buffer
                         rest = [*gen.ifs[k + 1:], *e.generators[i + 1:], *parts]
-                        self.skip_changes(rest, cond)
+                        self.skip_changes(rest, cond, inner, scope)
                         self.skipped(rest, st)
                     if c.derived and not steering:
                         # The items kept, and what the rest runs, were

@@ -367,7 +367,7 @@ class StatementWalk:
             # With the buffer, the skipped arm may change objects the warmup
             # reads (through any name: the walk does not follow which names
             # are one object): unknown.
-            self.skip_changes(skipped, node)
+            self.skip_changes(skipped, node, st, scope)
             if _can_leave(skipped):
                 scope.steered = True  # what follows runs for lack of the buffer
             self.chosen += 1
@@ -380,10 +380,13 @@ class StatementWalk:
         ends = [self.block(arm, st.copy(MAYBE), scope) for arm in arms]
         return self.merge(st, ends, scope)
 
-    def skip_changes(self, nodes, at) -> None:
-        """``nodes`` did not run for lack of the buffer: with it they may
-        change objects the warmup reads (through any name)."""
-        if _changed_objects(nodes):
+    def skip_changes(self, nodes, at, st: _State, scope: _Scope) -> None:
+        """``nodes`` did not run for lack of the buffer (``st``: the state
+        where they would have): with it they may change objects the
+        warmup reads, through any name: by a store, a call, or a read of
+        an object that runs its code (``None in it`` advances an iterator
+        another name, an attribute or a container also holds)."""
+        if _changed_objects(nodes) or self.reads_objects(nodes, st, scope):
             self.doubt(at, f"skips, for lack of {BUFFER_ATTR}, code that changes objects "
                            "the warmup may read")
 
@@ -451,7 +454,7 @@ class StatementWalk:
                     scope.steered = True
                     steered_by_test = True
                     if value is False and head is not None and _ == 0:
-                        self.skip_changes(s.body, s)
+                        self.skip_changes(s.body, s, head, scope)
                 if value is not True:
                     normal.append(head)
                 if value is False:
@@ -534,7 +537,7 @@ class StatementWalk:
         out.reach = st.reach if sure else MAYBE
         out.total = st.total and sure
         if it.derived:  # the buffer decides the items, so how often the body runs
-            self.skip_changes(s.body, s)
+            self.skip_changes(s.body, s, st, scope)
             self.skipped(s.body, out)
         return out
 
@@ -666,7 +669,7 @@ class StatementWalk:
             self.chosen -= chosen
         out = self.merge(st, ends, scope)
         if subject.derived:
-            self.skip_changes(not_run, s)
+            self.skip_changes(not_run, s, st, scope)
             if _can_leave(s.cases):
                 # With the buffer another case may run and leave, so what
                 # follows may run for lack of it.
