@@ -76,7 +76,9 @@ R4 *Cannot see.* ``unknown`` when the run reaches: an undecided test on a
    that may change an object (a store into an attribute or an item, one
    through an expression that is not a name, a method call, a call of
    anything but a few builtins, an object handed to a call, a decorator,
-   an import); outside code
+   an import, or a read of anything but a constant, the layer, its class,
+   a function, a builtin, the buffer or the ratio: a read may run the
+   object's code, and another name may hold it); outside code
    called on a path a derived test chose; a method
    the class does not define, ``super()``, a decorated function, a class
    attribute that is not a plain constant, a store into the buffer or the
