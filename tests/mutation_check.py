@@ -1211,6 +1211,24 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         [("warmup_shape/expressions.py", "    def _member_may_hold_an_object(self, attr: str, st) -> bool:\n",
           "    def _member_may_hold_an_object(self, attr: str, st) -> bool:\n        return False\n")],
     ),
+    "walk-early-leave-rest-not-skipped": (
+        "a helper that returns when the buffer is None: what follows the return reads as changing nothing",
+        [("warmup_shape/statements.py", "                    self.skip_changes(stmts[i + 1:], stmt, before, scope)\n",
+          "                    pass\n")],
+    ),
+    "walk-chained-comparands-not-skipped": (
+        "b is not None is not [*self.it]: the comparand the buffer skips reads as changing nothing",
+        [("warmup_shape/expressions.py", "                if r.derived and rest:", "                if False:")],
+    ),
+    "walk-attribute-of-an-expression-plain": (
+        "None in (self,)[0].it in a skipped arm: an attribute of an expression reads as no object",
+        [("warmup_shape/expressions.py", "                    return True  # an attribute of what an expression gives: any object\n",
+          "                    pass\n")],
+    ),
+    "walk-try-else-not-skipped": (
+        "try: <fails without the buffer> except: pass else: None in it: the else reads as changing nothing",
+        [("warmup_shape/statements.py", "            self.skip_changes(s.orelse, s, st, scope)\n", "            pass\n")],
+    ),
     "exports-raw-unread": (
         "Splunk's _raw and GELF's short_message are no message",
         [("log_exports.py", '"text", "content", "body", "_raw", "short_message")', '"text", "content", "body")')],

@@ -1197,6 +1197,26 @@ NEVER_SAFE = [
                  id='helper-match-case-the-buffer-skips-could-return'),
     pytest.param(dict(top='from vllm.utils import warn_swa_only\n\n\ndef _h(b):\n    match b:\n        case 1:\n            return\n    warn_swa_only()\n\n\n', warmup=('_h(self.topk_indices_buffer)',)),
                  id='module-function-match-case-the-buffer-skips-could-return'),
+    # A held-out review's forks (2026-12-07): code the buffer skips reads an
+    # object through an expression, getattr, the rest of a try body or of a
+    # helper after an early return, a chained comparison's later comparands,
+    # a try's else.
+    pytest.param(dict(init=('self.it = iter([None, 1])', ), warmup=('if self.topk_indices_buffer is not None:', '    None in (self,)[0].it', 'assert next(self.it) == 1', )),
+                 id='heldout9-attribute-of-the-layer-through-a-tuple-in-a-skipped-arm'),
+    pytest.param(dict(init=('self.d = collections.defaultdict(int)', ), warmup=("self.topk_indices_buffer is not None and (self if 1 else 0).d['k']", "assert 'k' in self.d", )),
+                 id='heldout9-defaultdict-through-a-conditional-in-a-skipped-and'),
+    pytest.param(dict(body='    def sk(self):\n        if self.topk_indices_buffer is None:\n            return\n        None in [self][0].it\n\n', init=('self.it = iter([None, 1])', ), warmup=('self.sk()', 'assert next(self.it) == 1', )),
+                 id='heldout9-helper-returns-early-before-a-read-through-a-list'),
+    pytest.param(dict(init=('self.it = iter([None, 1])', ), warmup=('try:', '    self.topk_indices_buffer.shape', "    None in getattr(self, 'it')", 'except AttributeError:', '    pass', 'assert next(self.it) == 1', )),
+                 id='heldout9-getattr-in-the-rest-of-a-try-body'),
+    pytest.param(dict(body="    def sk(self):\n        if self.topk_indices_buffer is None:\n            return\n        getattr(self, 'd')['k']\n\n", init=('self.d = collections.defaultdict(int)', ), warmup=('self.sk()', "assert 'k' in self.d", )),
+                 id='heldout9-helper-returns-early-before-a-getattr-read'),
+    pytest.param(dict(init=('self.it = iter([None, 1])', ), warmup=("self.topk_indices_buffer is not None is not (None in getattr(self, 'it'))", 'assert next(self.it) == 1', )),
+                 id='heldout9-getattr-in-a-skipped-chained-comparand'),
+    pytest.param(dict(init=('self.it = iter([None, 1])', ), warmup=('self.topk_indices_buffer is not None is not [*self.it]', "assert next(self.it, 'e') == 'e'", )),
+                 id='heldout9-starred-attribute-in-a-skipped-chained-comparand'),
+    pytest.param(dict(init=('self.it = iter([None, 1])',), warmup=('try:', '    self.topk_indices_buffer.shape', 'except AttributeError:', '    pass', 'else:', '    None in (self,)[0].it', 'assert next(self.it) == 1')),
+                 id='heldout9-try-else-skipped-by-the-buffer'),
 ]
 
 READS_FIXED = [

@@ -150,7 +150,15 @@ class ExpressionWalk:
                         self._member_may_hold_an_object(n.attr, st)
                     ):
                         return True
+                elif isinstance(n, ast.Attribute) and not self._is_the_buffer(n.value, st, scope):
+                    return True  # an attribute of what an expression gives: any object
         return False
+
+    def _is_the_buffer(self, e, st, scope) -> bool:
+        """``e`` is ``<the layer>.topk_indices_buffer``."""
+        return (isinstance(e, ast.Attribute) and e.attr == BUFFER_ATTR
+                and isinstance(e.value, ast.Name)
+                and self._owner_kind(e.value.id, st, scope) == LAYER)
 
     def _owner_kind(self, name: str, st, scope) -> str | None:
         if name in scope.locals:
@@ -536,11 +544,15 @@ class ExpressionWalk:
         left = self.expr(e.left, st, scope)
         result = None
         cur = st
-        for op, right_node in zip(e.ops, e.comparators):
+        for i, (op, right_node) in enumerate(zip(e.ops, e.comparators)):
             right = self.expr(right_node, cur, scope)
             r = self.compare(e, left, op, right, cur)
             result = r if result is None else self._and(result, r)
             if _truth(r) is False:
+                rest = e.comparators[i + 1:]
+                if r.derived and rest:  # the later comparands did not run for lack of the buffer
+                    self.skip_changes(rest, e, cur, scope)
+                    self.skipped(rest, cur)
                 break
             left = right
         return result

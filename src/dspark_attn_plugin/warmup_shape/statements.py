@@ -91,6 +91,10 @@ class StatementWalk:
         self.handlers: list = []
         self.consumed_at_once: set = set()  # generator expressions a builtin consumes
         self.stack: list = []
+        # Turns the buffer's absence took so far: decided tests on derived
+        # values that skipped code, and crashes a handler took.
+        self.turns = 0
+        self.caught_at: list[int] = []  # the handler level each caught crash went to
 
     # -- findings -------------------------------------------------------------
     def doubt(self, node, what: str) -> None:
@@ -112,6 +116,8 @@ class StatementWalk:
                     # handler may take it or not.
                     self.doubt(node, f"may fail: {what}, unless a handler takes it")
             if sure_catch is not None:
+                self.turns += 1
+                self.caught_at.append(next(k for k, h in enumerate(self.handlers) if h is level))
                 raise _Unreachable  # the handler takes it: this path ends here
         if st.reach == SURE and not self.doubts:
             self.certain.append((getattr(node, "lineno", 0), what))
@@ -244,14 +250,30 @@ class StatementWalk:
 
     # -- statements -----------------------------------------------------------
     def block(self, stmts, st: _State | None, scope: _Scope) -> _State | None:
-        for stmt in stmts:
+        for i, stmt in enumerate(stmts):
             if st is None:
                 return None
+            before, turns, caught = st, self.turns, len(self.caught_at)
+            depth, jumps = len(self.handlers), self._jumps(scope)
             try:
                 st = self.stmt(stmt, st, scope)
             except _Unreachable:
-                return None
+                st = None
+            if st is None and self.turns != turns and i + 1 < len(stmts):
+                # Every path left here, after a turn the buffer's absence
+                # took: with the buffer the rest may run. Nothing reads what
+                # it would change only where the warmup itself returned (no
+                # handler or loop of it took a path out of here).
+                entry_returned = (len(self.stack) == 1 and self._jumps(scope) == jumps
+                                  and all(k >= depth for k in self.caught_at[caught:]))
+                if not entry_returned:
+                    self.skip_changes(stmts[i + 1:], stmt, before, scope)
         return st
+
+    @staticmethod
+    def _jumps(scope: _Scope) -> int:
+        """The ``break``/``continue`` paths the innermost loop took so far."""
+        return len(scope.breaks[-1]) + len(scope.continues[-1]) if scope.breaks else 0
 
     def stmt(self, s: ast.stmt, st: _State, scope: _Scope) -> _State | None:
         if isinstance(s, ast.Expr):
@@ -386,6 +408,7 @@ class StatementWalk:
         warmup reads, through any name: by a store, a call, or a read of
         an object that runs its code (``None in it`` advances an iterator
         another name, an attribute or a container also holds)."""
+        self.turns += 1
         if _changed_objects(nodes) or self.reads_objects(nodes, st, scope):
             self.doubt(at, f"skips, for lack of {BUFFER_ATTR}, code that changes objects "
                            "the warmup may read")
@@ -579,12 +602,15 @@ class StatementWalk:
         """The states at the ends of the body (and else) and of each handler."""
         level = [(self._handler_names(h, st, scope), []) for h in s.handlers]
         self.handlers.append(level)
+        turns = self.turns
         try:
             end = self.block(s.body, st.copy(), scope)
         finally:
             self.handlers.pop()
         if end is not None and s.orelse:
             end = self.block(s.orelse, end, scope)
+        elif s.orelse and self.turns != turns:  # the body left after a turn the buffer took
+            self.skip_changes(s.orelse, s, st, scope)
         ends = [end]
         for handler in s.handlers:
             h = self._maybe_entry(st, s.body)
