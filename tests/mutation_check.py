@@ -1159,7 +1159,7 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     ),
     "walk-skipped-reads-plain": (
         "_g = iter(..); if b is not None: 5 in _g; _a, = _g reads _g as untouched",
-        [("warmup_shape/statements.py", "                if isinstance(n, ast.Name) and n.id in st.env and st.env[n.id].kind not in kept:\n",
+        [("warmup_shape/statements.py", "                if isinstance(n, ast.Name) and n.id in st.env and st.env[n.id].kind not in HELD_STILL:\n",
           "                if False:\n")],
     ),
     "walk-skipped-operand-changes-nothing": (

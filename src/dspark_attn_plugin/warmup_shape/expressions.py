@@ -27,6 +27,7 @@ from dspark_attn_plugin.warmup_shape.values import (
     CONST,
     FUNC,
     FWD_CONTEXT,
+    HELD_STILL,
     LAYER,
     MAYBE_UNBOUND,
     OPAQUE,
@@ -168,7 +169,7 @@ class ExpressionWalk:
 
     def _member_may_hold_an_object(self, attr: str, st) -> bool:
         if "self." + attr in st.env:
-            return st.env["self." + attr].kind not in (CONST, LAYER, CLS, FUNC, FWD_CONTEXT)
+            return st.env["self." + attr].kind not in HELD_STILL
         if attr in (BUFFER_ATTR, RATIO_ATTR):
             return False
         function = self.module.methods.get(attr)
@@ -181,7 +182,7 @@ class ExpressionWalk:
         but a constant, the layer, its class, a function, the forward
         context or a builtin; a local not bound yet holds nothing (what
         binds it made it). Nothing is run: no finding."""
-        kept = (CONST, LAYER, CLS, FUNC, FWD_CONTEXT, UNBOUND)
+        kept = HELD_STILL + (UNBOUND,)
         if name in scope.locals:
             value = st.env.get(name)
             return value is not None and value.kind not in kept

@@ -30,6 +30,7 @@ from dspark_attn_plugin.warmup_shape.values import (
     CONST,
     FUNC,
     FWD_CONTEXT,
+    HELD_STILL,
     LAYER,
     MAYBE_UNBOUND,
     OPAQUE,
@@ -426,10 +427,9 @@ class StatementWalk:
             return
         for name in _local_names(nodes) & set(st.env):
             st.env[name] = st.env[name].mark(True)
-        kept = (CONST, LAYER, CLS, FUNC, FWD_CONTEXT)
         for node in nodes:
             for n in ast.walk(node):
-                if isinstance(n, ast.Name) and n.id in st.env and st.env[n.id].kind not in kept:
+                if isinstance(n, ast.Name) and n.id in st.env and st.env[n.id].kind not in HELD_STILL:
                     st.env[n.id] = st.env[n.id].mark(True)
 
     def steered(self, scope) -> bool:

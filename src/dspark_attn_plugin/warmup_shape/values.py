@@ -10,6 +10,10 @@ from dataclasses import dataclass
 CONST, LAYER, CLS, FUNC, OPAQUE, UNBOUND, MAYBE_UNBOUND, FWD_CONTEXT = (
     "const", "layer", "class", "function", "opaque", "unbound", "maybe-unbound", "context"
 )
+# Kinds whose values no read can change: a constant, the layer, its class, a
+# function, the forward context. Anything else may be an object that a read
+# runs code of (an iterator, a defaultdict, a property).
+HELD_STILL = (CONST, LAYER, CLS, FUNC, FWD_CONTEXT)
 
 
 def _key(data) -> tuple:
