@@ -581,6 +581,41 @@ MODULE_SHAPES = {
         warmup=("_c = (5, 6)", "_t = self.topk_indices_buffer is None or (5 in _c)", "_a, _b = _c"), plain=True),
     "key-kept-by-the-buffer": ModuleShape(
         warmup=("_s = ''", "if self.topk_indices_buffer is not None:", "    _s = 'k'", "x = {'k': 1}[_s]")),
+    # Code the buffer's absence skips without an `if` of its own: a read of
+    # an iterator under a second name, the rest of a helper after a return
+    # taken by the buffer, a chained comparison's later comparand, a try's
+    # else and the rest of its body after a caught crash, an attribute of
+    # an expression; each with a plain spelling that reads a constant.
+    "iterator-read-through-a-second-name-skipped": ModuleShape(
+        warmup=("_d = iter([None, 1])", "_e = _d", "if self.topk_indices_buffer is not None:",
+                "    _t = None in _d", "x = next(_e).bit_length()")),
+    "helper-returns-early-by-the-buffer": ModuleShape(
+        body="    def _configure(self):\n        if self.topk_indices_buffer is not None:\n"
+             "            return\n        next(self._ids)\n\n",
+        warmup=("self._ids = iter(range(1))", "self._configure()", "i = next(self._ids)")),
+    "helper-returns-early-by-the-buffer-plain": ModuleShape(
+        body="    def _configure(self):\n        if self.topk_indices_buffer is not None:\n"
+             "            return 1\n        return 0\n\n",
+        warmup=("x = self._configure()",), plain=True),
+    "chained-comparand-skipped": ModuleShape(
+        warmup=("_g = iter((5, 6))", "_t = (self.topk_indices_buffer is not None) == True == (5 in _g)",
+                "_a, = _g")),
+    "chained-comparand-skipped-plain": ModuleShape(
+        warmup=("_c = (5, 6)", "_t = (self.topk_indices_buffer is not None) == True == (5 in _c)",
+                "_a, _b = _c"), plain=True),
+    "try-else-skipped": ModuleShape(
+        warmup=("_g = iter((5, 6))", "try:", "    _t = self.topk_indices_buffer.shape",
+                "except AttributeError:", "    pass", "else:", "    next(_g)", "_a, = _g")),
+    "try-body-rest-skipped": ModuleShape(
+        warmup=("_g = iter((5, 6))", "try:", "    _t = self.topk_indices_buffer.shape", "    next(_g)",
+                "except AttributeError:", "    pass", "_a, = _g")),
+    "try-else-skipped-plain": ModuleShape(
+        warmup=("_c = 0", "try:", "    _t = self.topk_indices_buffer.shape",
+                "except AttributeError:", "    _c = 1", "else:", "    _c = 2", "x = (0, 1, 2)[_c]"),
+        plain=True),
+    "attribute-of-an-expression-skipped": ModuleShape(
+        warmup=("self._ids = iter((5, 6))", "_t = self.topk_indices_buffer is None or 5 in (self,)[0]._ids",
+                "_a, = self._ids")),
 }
 
 

@@ -88,7 +88,13 @@ CONSTRUCTION_UNSAFE = ["init-annotation-alone-then-a-chosen-store",
                        "key-kept-by-the-buffer",
                        "iterator-advanced-in-a-skipped-operand",
                        "defaultdict-read-in-a-skipped-arm",
-                       "while-on-the-buffer-fills-through-another-name"]
+                       "while-on-the-buffer-fills-through-another-name",
+                       "iterator-read-through-a-second-name-skipped",
+                       "helper-returns-early-by-the-buffer",
+                       "chained-comparand-skipped",
+                       "try-else-skipped",
+                       "try-body-rest-skipped",
+                       "attribute-of-an-expression-skipped"]
 
 
 @pytest.mark.parametrize("module", CONSTRUCTION_UNSAFE)
