@@ -616,6 +616,52 @@ MODULE_SHAPES = {
     "attribute-of-an-expression-skipped": ModuleShape(
         warmup=("self._ids = iter((5, 6))", "_t = self.topk_indices_buffer is None or 5 in (self,)[0]._ids",
                 "_a, = self._ids")),
+    # How a loop or a try left decides what runs next: a loop's `else` that
+    # a caught failure or a return taken for lack of the buffer skipped, a
+    # try's `else` binding a name, and handlers a failure for lack of the
+    # buffer chose (what they bind or return, what a return cut short
+    # leaves to the code after the try, what `finally` reads).
+    "unrolled-for-else-skipped-by-a-caught-failure": ModuleShape(
+        warmup=("_g = iter((5, 6))", "try:", "    for _ in (1,):", "        _t = self.topk_indices_buffer.shape",
+                "    else:", "        next(_g)", "except AttributeError:", "    pass", "_a, = _g")),
+    "for-else-skipped-by-a-caught-failure": ModuleShape(
+        warmup=("_g = iter((5, 6))", "try:", "    for _ in range(1):", "        _t = self.topk_indices_buffer.shape",
+                "    else:", "        next(_g)", "except AttributeError:", "    pass", "_a, = _g")),
+    "helper-for-else-skipped-by-a-return": ModuleShape(
+        body="    def _configure(self):\n        for _ in (1,):\n            if self.topk_indices_buffer is None:\n"
+             "                return\n        else:\n            next(self._ids)\n\n",
+        warmup=("self._ids = iter(range(2))", "self._configure()", "_a, = self._ids")),
+    "try-else-binds-a-name-the-buffer-skips": ModuleShape(
+        warmup=("_g = iter((5, 6))", "_k = 0", "try:", "    _t = self.topk_indices_buffer.shape",
+                "except AttributeError:", "    pass", "else:", "    _k = 1", "if _k:", "    next(_g)", "_a, = _g")),
+    "handler-chosen-by-the-buffer-binds-a-name": ModuleShape(
+        warmup=("_g = iter((5, 6))", "_k = 0", "try:", "    _t = self.topk_indices_buffer.shape",
+                "except AttributeError:", "    _k = 1", "if not _k:", "    next(_g)", "_a, = _g")),
+    "handler-chosen-by-the-buffer-returns": ModuleShape(
+        body="    def _probe(self):\n        try:\n            self.topk_indices_buffer.shape\n"
+             "        except AttributeError:\n            return 1\n        return 0\n\n",
+        warmup=("_g = iter((5, 6))", "if not self._probe():", "    next(_g)", "_a, = _g")),
+    "return-cut-short-by-the-buffer-leaves-the-rest": ModuleShape(
+        body="    def _probe(self):\n        try:\n            return self.topk_indices_buffer.shape[0] * 0\n"
+             "        except AttributeError:\n            pass\n        return 1\n\n",
+        warmup=("_g = iter((5, 6))", "if not self._probe():", "    next(_g)", "_a, = _g")),
+    "finally-reads-what-a-chosen-handler-bound": ModuleShape(
+        warmup=("_g = iter((5, 6))", "_k = 0", "try:", "    _t = self.topk_indices_buffer.shape",
+                "except AttributeError:", "    _k = 1", "finally:", "    if not _k:", "        next(_g)", "_a, = _g")),
+    "raise-cut-short-by-the-buffer-reaches-an-outer-handler": ModuleShape(
+        warmup=("_g = iter((5, 6))", "_k = 0", "try:", "    try:", "        _t = self.topk_indices_buffer.shape",
+                "        raise ValueError('x')", "    except AttributeError:", "        pass",
+                "except ValueError:", "    _k = 1", "if _k:", "    next(_g)", "_a, = _g")),
+    "return-after-a-failure-in-a-try-body": ModuleShape(
+        body="    def _probe(self):\n        try:\n            self.topk_indices_buffer.shape\n"
+             "            return 0\n        except AttributeError:\n            pass\n        return 1\n\n",
+        warmup=("_g = iter((5, 6))", "if not self._probe():", "    next(_g)", "_a, = _g")),
+    "handler-binds-a-name-plain": ModuleShape(
+        warmup=("_k = 0", "try:", "    _t = self.compress_ratio + 0", "except TypeError:", "    _k = 1", "x = _k"),
+        plain=True),
+    "for-else-beside-the-ratio-plain": ModuleShape(
+        warmup=("_k = 0", "for _ in (1,):", "    _t = self.compress_ratio", "else:", "    _k = 1", "x = (0, 1)[_k]"),
+        plain=True),
 }
 
 

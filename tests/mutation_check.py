@@ -1229,6 +1229,26 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         "try: <fails without the buffer> except: pass else: None in it: the else reads as changing nothing",
         [("warmup_shape/statements.py", "            self.skip_changes(s.orelse, s, st, scope)\n", "            pass\n")],
     ),
+    "walk-loop-else-not-skipped": (
+        "try: for _ in (1,): <fails without the buffer> else: next(g) except: pass: the else reads as changing nothing",
+        [("warmup_shape/statements.py", "        if not (s.orelse and some_path_skips and self.turns != turns):\n",
+          "        if True:\n")],
+    ),
+    "walk-handlers-not-chosen": (
+        "try: <fails without the buffer> except: k = 1: k reads as a constant no buffer chose",
+        [("warmup_shape/statements.py", "        self.chosen += took\n", "        self.chosen += False\n"),
+         ("warmup_shape/statements.py", "            self.chosen -= took\n", "            self.chosen -= False\n")],
+    ),
+    "walk-cut-short-leave-not-steering": (
+        "try: return <fails without the buffer> except: pass; return 1: the return after reads as plain",
+        [("warmup_shape/statements.py", "                    if jump or _can_leave(stmts[i + 1:]):\n",
+          "                    if False:\n")],
+    ),
+    "walk-try-else-names-plain": (
+        "try: <fails without the buffer> except: pass else: k = 1: k after reads as the constant before",
+        [("warmup_shape/statements.py", "            if else_skipped:  # what it binds is what the buffer's absence left\n",
+          "            if False:\n")],
+    ),
     "exports-raw-unread": (
         "Splunk's _raw and GELF's short_message are no message",
         [("log_exports.py", '"text", "content", "body", "_raw", "short_message")', '"text", "content", "body")')],

@@ -124,6 +124,58 @@ CASES = [
                               "        if q.dim() == 3:", "            return",
                               "raise ValueError('x')")),
                  Verdict.UNKNOWN, id="a-loop-whose-swallowing-with-may-return-then-a-crash"),
+    # (2026-12-07, the unrolled loop's `else` survivor: how a loop or a try
+    # left decides what runs next. Each of these fails the SWA-only warmup
+    # without the buffer: tests/test_generated_variants.py runs them.)
+    pytest.param(dict(warmup=("_g = iter((5, 6))", "try:", "    for _ in (1,):",
+                              "        _t = self.topk_indices_buffer.shape", "    else:", "        next(_g)",
+                              "except AttributeError:", "    pass", "_a, = _g")),
+                 Verdict.UNKNOWN, id="unrolled-for-else-skipped-by-a-caught-failure"),
+    pytest.param(dict(warmup=("_g = iter((5, 6))", "try:", "    for _ in range(1):",
+                              "        _t = self.topk_indices_buffer.shape", "    else:", "        next(_g)",
+                              "except AttributeError:", "    pass", "_a, = _g")),
+                 Verdict.UNKNOWN, id="for-else-skipped-by-a-caught-failure"),
+    pytest.param(dict(body="    def _configure(self):\n        for _ in (1,):\n"
+                           "            if self.topk_indices_buffer is None:\n                return\n"
+                           "        else:\n            next(self._ids)\n\n",
+                      warmup=("self._ids = iter(range(2))", "self._configure()", "_a, = self._ids")),
+                 Verdict.UNKNOWN, id="helper-for-else-skipped-by-a-return"),
+    pytest.param(dict(warmup=("_g = iter((5, 6))", "_k = 0", "try:", "    _t = self.topk_indices_buffer.shape",
+                              "except AttributeError:", "    pass", "else:", "    _k = 1", "if _k:",
+                              "    next(_g)", "_a, = _g")),
+                 Verdict.UNKNOWN, id="try-else-binds-a-name-the-buffer-skips"),
+    pytest.param(dict(warmup=("_g = iter((5, 6))", "_k = 0", "try:", "    _t = self.topk_indices_buffer.shape",
+                              "except AttributeError:", "    _k = 1", "if not _k:", "    next(_g)", "_a, = _g")),
+                 Verdict.UNKNOWN, id="handler-chosen-by-the-buffer-binds-a-name"),
+    pytest.param(dict(body="    def _probe(self):\n        try:\n            self.topk_indices_buffer.shape\n"
+                           "        except AttributeError:\n            return 1\n        return 0\n\n",
+                      warmup=("_g = iter((5, 6))", "if not self._probe():", "    next(_g)", "_a, = _g")),
+                 Verdict.UNKNOWN, id="handler-chosen-by-the-buffer-returns"),
+    pytest.param(dict(body="    def _probe(self):\n        try:\n"
+                           "            return self.topk_indices_buffer.shape[0] * 0\n"
+                           "        except AttributeError:\n            pass\n        return 1\n\n",
+                      warmup=("_g = iter((5, 6))", "if not self._probe():", "    next(_g)", "_a, = _g")),
+                 Verdict.UNKNOWN, id="return-cut-short-by-the-buffer-leaves-the-rest"),
+    pytest.param(dict(warmup=("_g = iter((5, 6))", "_k = 0", "try:", "    _t = self.topk_indices_buffer.shape",
+                              "except AttributeError:", "    _k = 1", "finally:", "    if not _k:",
+                              "        next(_g)", "_a, = _g")),
+                 Verdict.UNKNOWN, id="finally-reads-what-a-chosen-handler-bound"),
+    pytest.param(dict(warmup=("_g = iter((5, 6))", "_k = 0", "try:", "    try:",
+                              "        _t = self.topk_indices_buffer.shape", "        raise ValueError('x')",
+                              "    except AttributeError:", "        pass", "except ValueError:", "    _k = 1",
+                              "if _k:", "    next(_g)", "_a, = _g")),
+                 Verdict.UNKNOWN, id="raise-cut-short-by-the-buffer-reaches-an-outer-handler"),
+    pytest.param(dict(body="    def _probe(self):\n        try:\n            self.topk_indices_buffer.shape\n"
+                           "            return 0\n        except AttributeError:\n            pass\n"
+                           "        return 1\n\n",
+                      warmup=("_g = iter((5, 6))", "if not self._probe():", "    next(_g)", "_a, = _g")),
+                 Verdict.UNKNOWN, id="return-after-a-failure-in-a-try-body"),
+    pytest.param(dict(warmup=("_k = 0", "try:", "    _t = self.compress_ratio + 0", "except TypeError:",
+                              "    _k = 1", "x = _k")),
+                 Verdict.FIXED, id="handler-no-failure-chose-binds-a-name"),
+    pytest.param(dict(warmup=("_k = 0", "for _ in (1,):", "    _t = self.compress_ratio", "else:", "    _k = 1",
+                              "x = (0, 1)[_k]")),
+                 Verdict.FIXED, id="for-else-no-failure-left"),
 ]
 
 

@@ -23,9 +23,14 @@ R1 *The run.* ``forward_mqa`` is interpreted from its first statement as the
    swallow what the body raises; a ``try`` whose body may raise by it,
    through this module's code handed to outside code too, as ``map`` or a
    sort key; what a comprehension keeps by a filter on a derived value);
+   what a ``try``'s handlers do that a failure reaches for sure (it may be
+   for lack of the buffer: they run as a chosen arm, and where the body or
+   ``else`` could have left, the rest of the function runs for lack of
+   the buffer too);
    what code such a test skipped (an ``if``'s arm, an operand of a
    conditional expression or of ``and``/``or``, a comprehension's filters
-   and parts after it, a loop's body, ``match`` cases) may bind or read:
+   and parts after it, a loop's body, ``match`` cases, a ``try``'s or a
+   loop's ``else`` that a path left without after such a turn) may bind or read:
    the names (but constants, the layer, its class and functions: reading
    an object may change it, an iterator by ``in``, a defaultdict by a
    missing key; the layer's attributes it reads are ``aliases``'s); and

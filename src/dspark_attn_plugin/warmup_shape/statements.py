@@ -260,7 +260,8 @@ class StatementWalk:
                 st = self.stmt(stmt, st, scope)
             except _Unreachable:
                 st = None
-            if st is None and self.turns != turns and i + 1 < len(stmts):
+            jump = isinstance(stmt, ast.Return)  # a return whose value failed
+            if st is None and self.turns != turns and (i + 1 < len(stmts) or jump):
                 # Every path left here, after a turn the buffer's absence
                 # took: with the buffer the rest may run. Nothing reads what
                 # it would change only where the warmup itself returned (no
@@ -268,7 +269,13 @@ class StatementWalk:
                 entry_returned = (len(self.stack) == 1 and self._jumps(scope) == jumps
                                   and all(k >= depth for k in self.caught_at[caught:]))
                 if not entry_returned:
-                    self.skip_changes(stmts[i + 1:], stmt, before, scope)
+                    if i + 1 < len(stmts):
+                        self.skip_changes(stmts[i + 1:], stmt, before, scope)
+                    if jump or _can_leave(stmts[i + 1:]):
+                        # With the buffer the rest (or the return a failure
+                        # cut short) may leave: what runs next runs for
+                        # lack of it.
+                        scope.steered = True
         return st
 
     @staticmethod
@@ -462,6 +469,7 @@ class StatementWalk:
             ):
                 return self.unrolled(s, it, st, scope)
         head = st.copy(MAYBE)
+        turns = self.turns
         steered_by_test = False
         normal: list = []  # states that leave by the loop's own test
         breaks: list = []
@@ -504,11 +512,16 @@ class StatementWalk:
         else:
             self.doubt(s, "loops without settling")
         after = _join_states(normal, scope.locals)
+        # (A pass of the body that every path left skips the else too,
+        # while the walk's head, an iterator that may be empty, runs it.)
+        else_skipped = self._else_skipped(s, st, True, turns, scope)
         if after is not None and s.orelse:
             after = self.block(s.orelse, after, scope)
         out = _join_states([after, *breaks], scope.locals)
         if out is None:
             return None
+        if else_skipped:
+            self.skipped(s.orelse, out)
         # Sure: a ``for`` whose every pass went on, with no ``break``, and
         # an ``else`` (if any) that every path went through.
         sure = (total and not breaks and after is not None and after.total
@@ -518,6 +531,18 @@ class StatementWalk:
         if steered_by_test:  # the buffer decides how often the body runs
             self.skipped(s.body, out)
         return out
+
+    def _else_skipped(self, s, st: _State, some_path_skips: bool, turns: int, scope: _Scope) -> bool:
+        """A loop's ``else`` that some path left the loop without (a
+        ``break``, a ``return``, a caught failure) after a turn the
+        buffer's absence took in the loop: with the buffer it may run
+        where it did not, so it is code the buffer skips."""
+        if not (s.orelse and some_path_skips and self.turns != turns):
+            return False
+        self.skip_changes(s.orelse, s, st, scope)
+        if _can_leave(s.orelse):
+            scope.steered = True
+        return True
 
     def _body(self, s, body_st: _State, scope: _Scope):
         """One pass of a loop's body: where it ends, and the states that
@@ -536,6 +561,7 @@ class StatementWalk:
         ``break`` did."""
         cur: _State | None = st
         breaks: list = []
+        turns = self.turns
         for item in it.data:
             if cur is None:
                 break
@@ -550,12 +576,15 @@ class StatementWalk:
                 nxt.reach, nxt.total = MAYBE, False  # some paths left, or several go on
             cur = nxt
         after = cur
+        else_skipped = self._else_skipped(s, st, cur is None or bool(breaks), turns, scope)
         if after is not None and s.orelse:
             after = self.block(s.orelse, after, scope)
         exits = [e for e in [after, *breaks] if e is not None]
         out = _join_states(exits, scope.locals)
         if out is None:
             return None
+        if else_skipped:
+            self.skipped(s.orelse, out)
         sure = len(exits) == 1 and exits[0].total and exits[0].reach == st.reach
         out.reach = st.reach if sure else MAYBE
         out.total = st.total and sure
@@ -583,7 +612,7 @@ class StatementWalk:
         if discards:
             self.handlers.append([(None, [])])
         try:
-            ends = self._try_arms(s, st, scope)
+            ends, else_skipped = self._try_arms(s, st, scope)
         finally:
             if discards:
                 self.handlers.pop()
@@ -592,35 +621,52 @@ class StatementWalk:
             sure = all(e is not None and e.total for e in ends)
             out.reach = st.reach if sure else MAYBE
             out.total = st.total and sure
+            if else_skipped:  # what it binds is what the buffer's absence left
+                self.skipped(s.orelse, out)
         if s.finalbody:
             fin_st = out if out is not None else self._maybe_entry(st, s.body)
             fin = self.block(s.finalbody, fin_st, scope)
             return fin if out is not None else None
         return out
 
-    def _try_arms(self, s: ast.Try, st: _State, scope: _Scope) -> list:
-        """The states at the ends of the body (and else) and of each handler."""
+    def _try_arms(self, s: ast.Try, st: _State, scope: _Scope) -> tuple[list, bool]:
+        """The states at the ends of the body (and else) and of each handler,
+        and whether the else is code the buffer's absence skipped."""
         level = [(self._handler_names(h, st, scope), []) for h in s.handlers]
+        depth, caught = len(self.handlers), len(self.caught_at)
         self.handlers.append(level)
         turns = self.turns
         try:
             end = self.block(s.body, st.copy(), scope)
         finally:
             self.handlers.pop()
+        else_skipped = False
         if end is not None and s.orelse:
             end = self.block(s.orelse, end, scope)
         elif s.orelse and self.turns != turns:  # the body left after a turn the buffer took
             self.skip_changes(s.orelse, s, st, scope)
+            else_skipped = True
+            if _can_leave(s.orelse):
+                scope.steered = True
+        # A failure these handlers take for sure (a turn: it may be for lack
+        # of the buffer) chose them, as a decided test chooses an arm: what
+        # they bind or return is derived. (Where the rest of the body could
+        # have left, ``block`` made what follows run for lack of the buffer.)
+        took = depth in self.caught_at[caught:]
         ends = [end]
-        for handler in s.handlers:
-            h = self._maybe_entry(st, s.body)
-            if handler.name:
-                h.env[handler.name] = _OPAQUE
-            end = self.block(handler.body, h, scope)
-            if end is not None and handler.name:
-                end.env[handler.name] = _UNBOUND  # Python deletes it on leaving
-            ends.append(end)
-        return ends
+        self.chosen += took
+        try:
+            for handler in s.handlers:
+                h = self._maybe_entry(st, s.body)
+                if handler.name:
+                    h.env[handler.name] = _OPAQUE
+                end = self.block(handler.body, h, scope)
+                if end is not None and handler.name:
+                    end.env[handler.name] = _UNBOUND  # Python deletes it on leaving
+                ends.append(end)
+        finally:
+            self.chosen -= took
+        return ends, else_skipped
 
     def _handler_names(self, handler, st, scope):
         if handler.type is None:
