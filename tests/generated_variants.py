@@ -656,6 +656,32 @@ MODULE_SHAPES = {
         body="    def _probe(self):\n        try:\n            self.topk_indices_buffer.shape\n"
              "            return 0\n        except AttributeError:\n            pass\n        return 1\n\n",
         warmup=("_g = iter((5, 6))", "if not self._probe():", "    next(_g)", "_a, = _g")),
+    # A held-out review's (2026-12-07): a failure an outer handler takes
+    # past an inner try of another class, in a statement's header, and a
+    # loop a continue or break leaves early in a helper that returns a name.
+    "inner-try-of-another-class-leaves-the-outer-body-rest": ModuleShape(
+        warmup=('lst = []', 'try:', '    try:', '        self.topk_indices_buffer.shape', '    except KeyError:', '        pass', '    lst.append(1)', 'except AttributeError:', '    pass', 'lst[0]')),
+    "inner-try-of-another-class-leaves-the-outer-else": ModuleShape(
+        warmup=('lst = []', 'try:', '    try:', '        self.topk_indices_buffer.shape', '    except KeyError:', '        pass', 'except AttributeError:', '    pass', 'else:', '    lst.append(1)', 'lst[0]')),
+    "inner-try-of-another-class-under-a-finally-that-returns": ModuleShape(
+        body='    def _h(self, lst):\n        try:\n            try:\n                self.topk_indices_buffer.shape\n            except KeyError:\n                pass\n            lst.append(1)\n        finally:\n            return\n\n',
+        warmup=('lst = []', 'self._h(lst)', 'lst[0]')),
+    "helper-loop-continued-by-the-buffer-returns-a-name": ModuleShape(
+        body="    def _h(self):\n        _r = 'b'\n        for _ in (0,):\n            if self.topk_indices_buffer is None:\n                continue\n            _r = 'a'\n        return _r\n\n",
+        warmup=('_v = self._h()', "{'a': 1}[_v]")),
+    "helper-loop-left-by-a-handler-returns-a-name": ModuleShape(
+        body="    def _h(self):\n        _r = 'b'\n        for _ in (0,):\n            try:\n                self.topk_indices_buffer.shape\n            except AttributeError:\n                break\n            _r = 'a'\n        return _r\n\n",
+        warmup=('_v = self._h()', "{'a': 1}[_v]")),
+    "loop-header-fails-its-body-skipped": ModuleShape(
+        warmup=('lst = []', 'try:', '    for _x in self.topk_indices_buffer.shape[:1]:', '        lst.append(1)', 'except AttributeError:', '    pass', 'lst[0]')),
+    "match-subject-fails-its-case-skipped": ModuleShape(
+        warmup=('g = iter((5, 6))', 'try:', '    match self.topk_indices_buffer.shape:', '        case _:', '            next(g)', 'except AttributeError:', '    pass', '_a, = g')),
+    "with-item-fails-its-body-skipped-in-a-module-function": ModuleShape(
+        top="def _h(layer, k):\n    try:\n        with contextlib.nullcontext(layer.topk_indices_buffer.shape):\n            k[0] = 'b'\n    except AttributeError:\n        pass\n    return None\n\n",
+        warmup=("k = ['a']", '_h(self, k)', "{'b': 1}[k[0]]")),
+    "outer-handler-leaves-after-an-inner-try-of-another-class": ModuleShape(
+        body='    def _h(self, g):\n        try:\n            try:\n                self.topk_indices_buffer.shape\n            except KeyError:\n                pass\n        except AttributeError:\n            return\n        next(g)\n\n',
+        warmup=('g = iter((5, 6))', 'self._h(g)', '_a, = g')),
     "handler-binds-a-name-plain": ModuleShape(
         warmup=("_k = 0", "try:", "    _t = self.compress_ratio + 0", "except TypeError:", "    _k = 1", "x = _k"),
         plain=True),

@@ -1213,8 +1213,8 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     ),
     "walk-early-leave-rest-not-skipped": (
         "a helper that returns when the buffer is None: what follows the return reads as changing nothing",
-        [("warmup_shape/statements.py", "                    self.skip_changes(stmts[i + 1:], stmt, before, scope)\n",
-          "                    pass\n")],
+        [("warmup_shape/statements.py", "                        self.skip_changes(rest, stmt, before, scope)\n",
+          "                        pass\n")],
     ),
     "walk-chained-comparands-not-skipped": (
         "b is not None is not [*self.it]: the comparand the buffer skips reads as changing nothing",
@@ -1241,13 +1241,39 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     ),
     "walk-cut-short-leave-not-steering": (
         "try: return <fails without the buffer> except: pass; return 1: the return after reads as plain",
-        [("warmup_shape/statements.py", "                    if jump or _can_leave(stmts[i + 1:]):\n",
+        [("warmup_shape/statements.py", "                    if jump or _can_leave(rest):\n",
           "                    if False:\n")],
     ),
     "walk-try-else-names-plain": (
         "try: <fails without the buffer> except: pass else: k = 1: k after reads as the constant before",
         [("warmup_shape/statements.py", "            if else_skipped:  # what it binds is what the buffer's absence left\n",
           "            if False:\n")],
+    ),
+    "walk-escaped-nested-blocks-run": (
+        "try: for x in <fails without the buffer>: lst.append(1) except: pass: the loop's body reads as run",
+        [("warmup_shape/statements.py", "            if escaped and _nested_blocks(stmt):\n", "            if False:\n")],
+    ),
+    "walk-escaped-rest-not-skipped": (
+        "try: try: <fails> except KeyError: pass; lst.append(1) except AttributeError: pass: the rest reads as run",
+        [("warmup_shape/statements.py",
+          "            left = escaped or self.cut != cut or st is None and self.turns != turns\n",
+          "            left = st is None and self.turns != turns\n")],
+    ),
+    "walk-handler-leaving-not-cut": (
+        "try: try: <fails> except KeyError: pass except AttributeError: return; next(g): next(g) reads as run",
+        [("warmup_shape/statements.py", "                if took and end is None:  # the failure's path left here\n",
+          "                if False:  # the failure's path left here\n")],
+    ),
+    "walk-jump-names-plain": (
+        "for _ in (0,): if b is None: continue; r = 'a': r after the loop reads as the constant before",
+        [("warmup_shape/statements.py", "                                self.skipped(rest, left)\n",
+          "                                pass\n")],
+    ),
+    "walk-caught-here-else-runs": (
+        "try: try: <fails> except KeyError: pass except AttributeError: pass else: lst.append(1): the else reads as run",
+        [("warmup_shape/statements.py",
+          "        else_skipped = bool(s.orelse) and (took or end is None and self.turns != turns)\n",
+          "        else_skipped = bool(s.orelse) and (end is None and self.turns != turns)\n")],
     ),
     "exports-raw-unread": (
         "Splunk's _raw and GELF's short_message are no message",

@@ -104,7 +104,16 @@ CONSTRUCTION_UNSAFE = ["init-annotation-alone-then-a-chosen-store",
                        "return-cut-short-by-the-buffer-leaves-the-rest",
                        "finally-reads-what-a-chosen-handler-bound",
                        "raise-cut-short-by-the-buffer-reaches-an-outer-handler",
-                       "return-after-a-failure-in-a-try-body"]
+                       "return-after-a-failure-in-a-try-body",
+                       "inner-try-of-another-class-leaves-the-outer-body-rest",
+                       "inner-try-of-another-class-leaves-the-outer-else",
+                       "inner-try-of-another-class-under-a-finally-that-returns",
+                       "helper-loop-continued-by-the-buffer-returns-a-name",
+                       "helper-loop-left-by-a-handler-returns-a-name",
+                       "loop-header-fails-its-body-skipped",
+                       "match-subject-fails-its-case-skipped",
+                       "with-item-fails-its-body-skipped-in-a-module-function",
+                       "outer-handler-leaves-after-an-inner-try-of-another-class"]
 
 
 @pytest.mark.parametrize("module", CONSTRUCTION_UNSAFE)

@@ -30,7 +30,10 @@ R1 *The run.* ``forward_mqa`` is interpreted from its first statement as the
    what code such a test skipped (an ``if``'s arm, an operand of a
    conditional expression or of ``and``/``or``, a comprehension's filters
    and parts after it, a loop's body, ``match`` cases, a ``try``'s or a
-   loop's ``else`` that a path left without after such a turn) may bind or read:
+   loop's ``else`` that a path left without after such a turn; on the
+   path of a failure a handler around it takes, the rest of each block it
+   leaves and the blocks of the statement that failed, whatever other
+   paths the walk goes on by) may bind or read:
    the names (but constants, the layer, its class and functions: reading
    an object may change it, an iterator by ``in``, a defaultdict by a
    missing key; the layer's attributes it reads are ``aliases``'s); and

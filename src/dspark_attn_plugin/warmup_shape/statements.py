@@ -61,6 +61,20 @@ MAY_SWALLOW = "a context manager that may swallow an exception"
 ANY_CLASS = "?"  # an exception class the walk does not know
 
 
+def _nested_blocks(stmt) -> list:
+    """The statements nested in ``stmt`` that run after its header (a
+    loop's, an ``if``'s, a ``with``'s, a ``try``'s, a ``match``'s blocks;
+    not a definition's body, which it does not run)."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return []
+    nested = [*getattr(stmt, "body", []), *getattr(stmt, "orelse", []), *getattr(stmt, "finalbody", [])]
+    for h in getattr(stmt, "handlers", []):
+        nested += h.body
+    for c in getattr(stmt, "cases", []):
+        nested += c.body
+    return nested
+
+
 def _finally_discards(stmts, in_loop: bool = False) -> bool:
     """``stmts`` (a finally block) may end by ``return``, or by ``break`` /
     ``continue`` of the loop around the ``try``: the exception is dropped."""
@@ -96,6 +110,7 @@ class StatementWalk:
         # values that skipped code, and crashes a handler took.
         self.turns = 0
         self.caught_at: list[int] = []  # the handler level each caught crash went to
+        self.cut = 0  # handlers that took such a crash and left (return, break, ...)
 
     # -- findings -------------------------------------------------------------
     def doubt(self, node, what: str) -> None:
@@ -254,28 +269,43 @@ class StatementWalk:
         for i, stmt in enumerate(stmts):
             if st is None:
                 return None
-            before, turns, caught = st, self.turns, len(self.caught_at)
+            before, turns, caught, cut = st, self.turns, len(self.caught_at), self.cut
             depth, jumps = len(self.handlers), self._jumps(scope)
+            marks = [len(scope.breaks[-1]), len(scope.continues[-1])] if scope.breaks else None
             try:
                 st = self.stmt(stmt, st, scope)
             except _Unreachable:
                 st = None
+            # A failure here that a handler around this block took (the
+            # walk may still go on by other paths, as an inner handler's):
+            # on its path the rest of this block, and what of the statement
+            # did not run, are skipped.
+            escaped = any(k < depth for k in self.caught_at[caught:])
+            if escaped and _nested_blocks(stmt):
+                self.skip_changes(_nested_blocks(stmt), stmt, before, scope)
             jump = isinstance(stmt, ast.Return)  # a return whose value failed
-            if st is None and self.turns != turns and (i + 1 < len(stmts) or jump):
+            left = escaped or self.cut != cut or st is None and self.turns != turns
+            if left and (i + 1 < len(stmts) or jump):
                 # Every path left here, after a turn the buffer's absence
                 # took: with the buffer the rest may run. Nothing reads what
                 # it would change only where the warmup itself returned (no
                 # handler or loop of it took a path out of here).
                 entry_returned = (len(self.stack) == 1 and self._jumps(scope) == jumps
-                                  and all(k >= depth for k in self.caught_at[caught:]))
+                                  and not escaped and self.cut == cut)
                 if not entry_returned:
-                    if i + 1 < len(stmts):
-                        self.skip_changes(stmts[i + 1:], stmt, before, scope)
-                    if jump or _can_leave(stmts[i + 1:]):
+                    rest = stmts[i + 1:]
+                    if rest:
+                        self.skip_changes(rest, stmt, before, scope)
+                    if jump or _can_leave(rest):
                         # With the buffer the rest (or the return a failure
                         # cut short) may leave: what runs next runs for
                         # lack of it.
                         scope.steered = True
+                    if marks is not None:  # a break or continue left it: the names
+                        # the rest binds hold, there, what the buffer's absence left
+                        for at, taken in zip(marks, (scope.breaks[-1], scope.continues[-1])):
+                            for left in taken[at:]:
+                                self.skipped(rest, left)
         return st
 
     @staticmethod
@@ -640,19 +670,21 @@ class StatementWalk:
             end = self.block(s.body, st.copy(), scope)
         finally:
             self.handlers.pop()
-        else_skipped = False
-        if end is not None and s.orelse:
-            end = self.block(s.orelse, end, scope)
-        elif s.orelse and self.turns != turns:  # the body left after a turn the buffer took
-            self.skip_changes(s.orelse, s, st, scope)
-            else_skipped = True
-            if _can_leave(s.orelse):
-                scope.steered = True
         # A failure these handlers take for sure (a turn: it may be for lack
         # of the buffer) chose them, as a decided test chooses an arm: what
         # they bind or return is derived. (Where the rest of the body could
         # have left, ``block`` made what follows run for lack of the buffer.)
         took = depth in self.caught_at[caught:]
+        # The else, when the body left after a turn the buffer took, or
+        # when such a failure came here (other paths the walk goes on by,
+        # as an inner handler's, may still run it).
+        else_skipped = bool(s.orelse) and (took or end is None and self.turns != turns)
+        if else_skipped:
+            self.skip_changes(s.orelse, s, st, scope)
+            if _can_leave(s.orelse):
+                scope.steered = True
+        if end is not None and s.orelse:
+            end = self.block(s.orelse, end, scope)
         ends = [end]
         self.chosen += took
         try:
@@ -664,6 +696,8 @@ class StatementWalk:
                 if end is not None and handler.name:
                     end.env[handler.name] = _UNBOUND  # Python deletes it on leaving
                 ends.append(end)
+                if took and end is None:  # the failure's path left here
+                    self.cut += 1
         finally:
             self.chosen -= took
         return ends, else_skipped
