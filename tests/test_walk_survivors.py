@@ -23,7 +23,8 @@ applied (``fixed``), changed by ``test_module_as_loaded.build``.
   identity);
 - a module function with a parameter handed to outside code: walked with
   a value for it;
-- ``a, *b, c = (1, 2, 3)``: ``c`` is 3;
+- ``a, *b, c = (1, 2, 3)``: ``c`` is 3; ``*a, b, c`` of five items: ``b``
+  and ``c`` are the last two;
 - ``raise ValueError(x.shape)``: the argument runs (and fails) before
   the raise a handler would take;
 - an attribute stored in a ``try`` after what fails for lack of the
@@ -86,6 +87,8 @@ CASES = [
                  Verdict.FIXED, id="module-function-with-a-parameter-handed-to-outside-code"),
     pytest.param(dict(warmup=("a, *b, c = (1, 2, 3)", "x = (0,)[3 - c]")),
                  Verdict.FIXED, id="starred-unpacking-of-constants-gives-the-last-name-the-last-item"),
+    pytest.param(dict(warmup=("*a, b, c = (10, 11, 12, 13, 14)", "x = (0,)[b - 13] + (0,)[c - 14]")),
+                 Verdict.FIXED, id="starred-first-unpacking-gives-the-last-two-names-the-last-two-items"),
     pytest.param(dict(warmup=("try:", "    raise ValueError(self.topk_indices_buffer.shape)",
                               "except ValueError:", "    pass")),
                  Verdict.AFFECTED, id="raise-runs-its-arguments-first"),
