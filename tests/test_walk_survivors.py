@@ -44,7 +44,10 @@ applied (``fixed``), changed by ``test_module_as_loaded.build``.
   maybe (the walk read it certain: affected, until 2026-12-07); an
   ``else`` that returns: never reached;
 - a ``with`` that may swallow, in a loop, whose body may return: the crash
-  after the loop is reached maybe.
+  after the loop is reached maybe;
+- a method of the layer handed to outside code (``torch.compile(self._m)``):
+  walked as called there with the layer as ``self`` (a mutant that dropped
+  the receiver read every such fork unknown).
 """
 
 from __future__ import annotations
@@ -198,6 +201,23 @@ CASES = [
     pytest.param(dict(warmup=("_k = 0", "for _ in (1,):", "    _t = self.compress_ratio", "else:", "    _k = 1",
                               "x = (0, 1)[_k]")),
                  Verdict.FIXED, id="for-else-no-failure-left"),
+    pytest.param(dict(body="    def _reserve(self):\n        if self.compress_ratio <= 1:\n"
+                           "            return\n        assert self.topk_indices_buffer is not None\n\n",
+                      warmup=("torch.compile(self._reserve)",)),
+                 Verdict.FIXED, id="bound-method-handed-to-outside-code-runs-on-the-layer"),
+    pytest.param(dict(warmup=("_k = 0", "for _d in q.shape:", "    _k = 1", "if _k:", "    pass")),
+                 Verdict.FIXED, id="loop-the-buffer-does-not-steer-binds-plain-names"),
+    pytest.param(dict(warmup=("_k = 0", "while _k < 3:", "    _k = _k + 1", "if _k:", "    pass")),
+                 Verdict.FIXED, id="while-the-buffer-does-not-steer-binds-plain-names"),
+    pytest.param(dict(warmup=("try:", "    raise torch.SomeError('x')", "except torch.OtherError:",
+                              "    pass")),
+                 Verdict.UNKNOWN, id="unknown-class-raised-an-unknown-class-caught-may-escape"),
+    pytest.param(dict(top="def _h(a, b=2):\n    return a\n\n\n", warmup=("x = _h(1, b=3)",)),
+                 Verdict.FIXED, id="keyword-argument-for-a-parameter"),
+    pytest.param(dict(top="def _h(a, b=2):\n    return a\n\n\n", warmup=("x = _h(1, c=3)",)),
+                 Verdict.AFFECTED, id="keyword-argument-no-parameter-takes-raises"),
+    pytest.param(dict(warmup=("match 10 ** 3:", "    case 1000:", "        raise ValueError('x')")),
+                 Verdict.AFFECTED, id="match-value-compares-by-equality-not-identity"),
 ]
 
 
