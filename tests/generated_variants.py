@@ -682,6 +682,32 @@ MODULE_SHAPES = {
     "outer-handler-leaves-after-an-inner-try-of-another-class": ModuleShape(
         body='    def _h(self, g):\n        try:\n            try:\n                self.topk_indices_buffer.shape\n            except KeyError:\n                pass\n        except AttributeError:\n            return\n        next(g)\n\n',
         warmup=('g = iter((5, 6))', 'self._h(g)', '_a, = g')),
+    # Code the missing buffer chose reads an object, and the read changes
+    # it (an iterator `in`, a loop or unpacking advances): what follows
+    # reads the object as the buffer's absence left it, under any name.
+    "iterator-read-in-a-chosen-arm": ModuleShape(
+        warmup=("_g = iter((5,))", "if self.topk_indices_buffer is None:", "    _t = 5 in _g", "_a, = _g")),
+    "helper-reads-the-callers-iterator-in-a-chosen-arm": ModuleShape(
+        body="    def _h(self, g):\n        if self.topk_indices_buffer is None:\n"
+             "            _t = 5 in g\n        return None\n\n",
+        warmup=("_g = iter((5,))", "self._h(_g)", "_a, = _g")),
+    "helper-loops-over-the-callers-iterator-in-a-chosen-arm": ModuleShape(
+        body="    def _h(self, g):\n        if self.topk_indices_buffer is None:\n"
+             "            for _x in g:\n                break\n        return None\n\n",
+        warmup=("_g = iter((5,))", "self._h(_g)", "_a, = _g")),
+    "helper-while-on-the-buffer-reads-the-callers-iterator": ModuleShape(
+        body="    def _h(self, g):\n        while self.topk_indices_buffer is None:\n"
+             "            _t = 5 in g\n            break\n        return None\n\n",
+        warmup=("_g = iter((5,))", "self._h(_g)", "_a, = _g")),
+    "chosen-operand-reads-the-callers-iterator": ModuleShape(
+        top="def _h(layer, g):\n    return layer.topk_indices_buffer is None and 5 in g\n\n\n",
+        warmup=("_g = iter((5,))", "_t = _h(self, _g)", "_a, = _g")),
+    "chosen-arm-reads-the-layers-iterator": ModuleShape(
+        warmup=("self._ids = iter((5,))", "if self.topk_indices_buffer is None:", "    _t = 5 in self._ids",
+                "_a, = self._ids")),
+    "chosen-arm-reads-a-constant-plain": ModuleShape(
+        warmup=("_c = (5,)", "if self.topk_indices_buffer is None:", "    _t = 5 in _c", "_a, = _c"),
+        plain=True),
     "handler-binds-a-name-plain": ModuleShape(
         warmup=("_k = 0", "try:", "    _t = self.compress_ratio + 0", "except TypeError:", "    _k = 1", "x = _k"),
         plain=True),

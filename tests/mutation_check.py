@@ -1157,10 +1157,13 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         [("warmup_shape/statements.py", "        if it.derived:  # the buffer decides the items, so how often the body runs\n",
           "        if False:  # the buffer decides the items, so how often the body runs\n")],
     ),
-    "walk-skipped-reads-plain": (
-        "_g = iter(..); if b is not None: 5 in _g; _a, = _g reads _g as untouched",
-        [("warmup_shape/statements.py", "                if isinstance(n, ast.Name) and n.id in st.env and st.env[n.id].kind not in HELD_STILL:\n",
-          "                if False:\n")],
+    "walk-chosen-reads-plain": (
+        "_g = iter((5,)); if b is None: 5 in _g; _a, = _g: a read the missing buffer chose changes nothing",
+        [("warmup_shape/expressions.py", "        if self.steered(scope) and self.may_hold_an_object(e.id, st, scope):\n            self.chosen_read(e, e.id)\n", "")],
+    ),
+    "walk-chosen-layer-reads-plain": (
+        "if b is None: 5 in self._ids: a read of the layer's object the missing buffer chose changes nothing",
+        [("warmup_shape/expressions.py", "            self.chosen_read(e, \".\" + e.attr)\n", "            pass\n")],
     ),
     "walk-skipped-operand-changes-nothing": (
         "b is None or _l.pop(): the skipped operand's call changes nothing",
@@ -1173,11 +1176,6 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     "walk-skipped-filter-rest-plain": (
         "[.. for _ in (1,) if b is not None if 5 in _g]: the rest of the filters ran",
         [("warmup_shape/expressions.py", "                        self.skip_changes(rest, cond, inner, scope)\n                        self.skipped(rest, st)\n", "")],
-    ),
-    "walk-comprehension-marks-stay-inside": (
-        "what a comprehension's filter on the buffer decided of an outer name stays inside",
-        [("warmup_shape/expressions.py", "            if v.derived and name in st.env and not st.env[name].derived:\n",
-          "            if False:\n")],
     ),
     "walk-skipped-decorator-ignored": (
         "@self._reg on a def the buffer skips changes nothing",
@@ -1284,6 +1282,22 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
 
 # The tests each mutation runs (the whole offline suite where not named):
 # a mutation is killed when one of them fails.
+# Mutations taken off the list, with why: no test fails on them since
+# later rules made what they break unreachable (kept here so they are not
+# written again).
+RETIRED = {
+    "walk-skipped-reads-plain": (
+        "names read by code the buffer skips stay plain: wherever that code "
+        "is skipped, skip_changes already refuses any read of an object in it, "
+        "and code the buffer's absence ran is held by the chosen-read rule "
+        "(2026-12-07: survived the named run on 8e72657)"),
+    "walk-comprehension-marks-stay-inside": (
+        "what a comprehension decided of an outer name stays inside: only its "
+        "own targets can be derived there (a walrus in a comprehension is "
+        "refused), and those do not leak in Python 3 "
+        "(2026-12-07: survived the named run on 8e72657)"),
+}
+
 _CORE = ["tests/test_small_rules.py", "tests/test_warmup_shape.py", "tests/test_variants.py",
          "tests/test_module_as_loaded.py", "tests/test_layer_state_flows.py",
          "tests/test_walk_survivors.py", "tests/test_skipped_reads.py"]

@@ -113,7 +113,13 @@ CONSTRUCTION_UNSAFE = ["init-annotation-alone-then-a-chosen-store",
                        "loop-header-fails-its-body-skipped",
                        "match-subject-fails-its-case-skipped",
                        "with-item-fails-its-body-skipped-in-a-module-function",
-                       "outer-handler-leaves-after-an-inner-try-of-another-class"]
+                       "outer-handler-leaves-after-an-inner-try-of-another-class",
+                       "iterator-read-in-a-chosen-arm",
+                       "helper-reads-the-callers-iterator-in-a-chosen-arm",
+                       "helper-loops-over-the-callers-iterator-in-a-chosen-arm",
+                       "helper-while-on-the-buffer-reads-the-callers-iterator",
+                       "chosen-operand-reads-the-callers-iterator",
+                       "chosen-arm-reads-the-layers-iterator"]
 
 
 @pytest.mark.parametrize("module", CONSTRUCTION_UNSAFE)

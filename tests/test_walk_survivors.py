@@ -47,7 +47,11 @@ applied (``fixed``), changed by ``test_module_as_loaded.build``.
   after the loop is reached maybe;
 - a method of the layer handed to outside code (``torch.compile(self._m)``):
   walked as called there with the layer as ``self`` (a mutant that dropped
-  the receiver read every such fork unknown).
+  the receiver read every such fork unknown);
+- code the missing buffer chose (an arm, a helper's arm) reads an
+  iterator, the caller's or the layer's, that the code after reads: the
+  warmup fails without the buffer; unknown (read fixed until 2026-12-07);
+  a constant read there changes nothing: fixed.
 """
 
 from __future__ import annotations
@@ -218,6 +222,22 @@ CASES = [
                  Verdict.AFFECTED, id="keyword-argument-no-parameter-takes-raises"),
     pytest.param(dict(warmup=("match 10 ** 3:", "    case 1000:", "        raise ValueError('x')")),
                  Verdict.AFFECTED, id="match-value-compares-by-equality-not-identity"),
+    # Code the missing buffer chose reads an object a read changes (the
+    # SWA-only warmup of each fails without the buffer: the same shapes in
+    # tests/test_generated_variants.py run it).
+    pytest.param(dict(warmup=("_g = iter((5,))", "if self.topk_indices_buffer is None:", "    _t = 5 in _g",
+                              "_a, = _g")),
+                 Verdict.UNKNOWN, id="chosen-arm-reads-an-iterator"),
+    pytest.param(dict(body="    def _h(self, g):\n        if self.topk_indices_buffer is None:\n"
+                           "            _t = 5 in g\n        return None\n\n",
+                      warmup=("_g = iter((5,))", "self._h(_g)", "_a, = _g")),
+                 Verdict.UNKNOWN, id="helper-chosen-arm-reads-the-callers-iterator"),
+    pytest.param(dict(warmup=("self._ids = iter((5,))", "if self.topk_indices_buffer is None:",
+                              "    _t = 5 in self._ids", "_a, = self._ids")),
+                 Verdict.UNKNOWN, id="chosen-arm-reads-the-layers-iterator"),
+    pytest.param(dict(warmup=("_c = (5,)", "if self.topk_indices_buffer is None:", "    _t = 5 in _c",
+                              "_a, = _c")),
+                 Verdict.FIXED, id="chosen-arm-reads-a-constant"),
 ]
 
 

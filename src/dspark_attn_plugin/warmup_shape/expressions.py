@@ -94,6 +94,8 @@ class ExpressionWalk:
         return _const(e.value) if isinstance(e.value, _CONST_TYPES) else _OPAQUE
 
     def _Name(self, e, st, scope):
+        if self.steered(scope) and self.may_hold_an_object(e.id, st, scope):
+            self.chosen_read(e, e.id)
         if private(e.id) and e.id not in scope.locals:
             self.doubt(e, f"reads the private name {e.id} (mangled inside a class)")
         if e.id in scope.locals:
@@ -200,7 +202,19 @@ class ExpressionWalk:
 
     def _Attribute(self, e, st, scope):
         base = self.expr(e.value, st, scope)
+        if (self.steered(scope) and base.kind in (LAYER, CLS)
+                and self._member_may_hold_an_object(e.attr, st)):
+            self.chosen_read(e, "." + e.attr)
         return self.attribute(e, base, e.attr, st)
+
+    def chosen_read(self, e, what: str) -> None:
+        """Code that runs for lack of the buffer (a decided test on a
+        derived value chose it) reads an object a read can change (an
+        iterator ``in`` or a loop advances, a defaultdict's missing key, a
+        property): the change is the buffer's doing, and the walk follows
+        neither what the read does nor which other names hold the object."""
+        self.doubt(e, f"reads {what}, which may hold an object a read changes, on a path "
+                      f"that the missing {BUFFER_ATTR} chose")
 
     def attribute(self, e, base: _Val, attr: str, st) -> _Val:
         if base.kind in (LAYER, CLS) and private(attr):
