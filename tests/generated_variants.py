@@ -705,6 +705,25 @@ MODULE_SHAPES = {
     "chosen-arm-reads-the-layers-iterator": ModuleShape(
         warmup=("self._ids = iter((5,))", "if self.topk_indices_buffer is None:", "    _t = 5 in self._ids",
                 "_a, = self._ids")),
+    "closure-called-after-an-early-return-by-the-buffer": ModuleShape(
+        warmup=("_g = iter((5,))", "def _adv():", "    _t = 5 in _g", "def _w():",
+                "    if self.topk_indices_buffer is not None:", "        return", "    _adv()", "_w()", "_a, = _g")),
+    "lambda-called-after-an-early-return-by-the-buffer": ModuleShape(
+        warmup=("_g = iter((5,))", "_adv = lambda: 5 in _g", "def _w():",
+                "    if self.topk_indices_buffer is not None:", "        return", "    _adv()", "_w()", "_a, = _g")),
+    # A held-out review's (2026-12-07): the layer's attribute read by
+    # getattr, and the forward context's containers, chosen or skipped.
+    "chosen-arm-reads-the-layers-iterator-by-getattr": ModuleShape(
+        init=("self._ids = iter((5,))",),
+        warmup=("if self.topk_indices_buffer is None:", "    _t = 5 in getattr(self, '_ids')", "_a, = self._ids")),
+    "chosen-arm-reads-a-forward-context-container": ModuleShape(
+        warmup=("get_forward_context().slot_mapping['ids'] = iter((5,))", "if self.topk_indices_buffer is None:",
+                "    _t = 5 in get_forward_context().slot_mapping['ids']",
+                "_a, = get_forward_context().slot_mapping['ids']")),
+    "skipped-arm-reads-a-forward-context-container": ModuleShape(
+        warmup=("_fc = get_forward_context()", "_fc.slot_mapping['ids'] = iter((5,))",
+                "if self.topk_indices_buffer is not None:", "    _t = 5 in _fc.slot_mapping['ids']",
+                "assert 5 not in _fc.slot_mapping['ids']")),
     "chosen-arm-reads-a-constant-plain": ModuleShape(
         warmup=("_c = (5,)", "if self.topk_indices_buffer is None:", "    _t = 5 in _c", "_a, = _c"),
         plain=True),

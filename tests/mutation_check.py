@@ -1161,9 +1161,27 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         "_g = iter((5,)); if b is None: 5 in _g; _a, = _g: a read the missing buffer chose changes nothing",
         [("warmup_shape/expressions.py", "        if self.steered(scope) and self.may_hold_an_object(e.id, st, scope):\n            self.chosen_read(e, e.id)\n", "")],
     ),
+    "walk-steered-callee-not-chosen": (
+        "a function called where the missing buffer steers runs as plain code",
+        [("warmup_shape/expressions.py", "            steer = 1 if self.steered(scope) else 0\n            self.chosen += steer\n",
+          "            steer = 0\n            self.chosen += steer\n")],
+    ),
+    "walk-chosen-getattr-plain": (
+        "if b is None: 5 in getattr(self, '_ids'): a read by getattr the missing buffer chose changes nothing",
+        [("warmup_shape/expressions.py", "                    self.chosen_member(e, args[0], args[1].data, st)\n", "                    pass\n")],
+    ),
+    "walk-chosen-forward-context-plain": (
+        "if b is None: 5 in _fc.slot_mapping['ids']: the forward context's containers hold nothing a read changes",
+        [("warmup_shape/expressions.py", "                or base.kind == FWD_CONTEXT and attr != \"attn_metadata\"):\n", "                ):\n")],
+    ),
+    "walk-skipped-forward-context-plain": (
+        "if b is not None: 5 in _fc.slot_mapping['ids'] skipped: the forward context's containers hold nothing a read changes",
+        [("warmup_shape/expressions.py", "                    if owner == FWD_CONTEXT and n.attr != \"attn_metadata\":\n", "                    if False:\n")],
+    ),
     "walk-chosen-layer-reads-plain": (
         "if b is None: 5 in self._ids: a read of the layer's object the missing buffer chose changes nothing",
-        [("warmup_shape/expressions.py", "            self.chosen_read(e, \".\" + e.attr)\n", "            pass\n")],
+        [("warmup_shape/expressions.py", "        if (base.kind in (LAYER, CLS) and self._member_may_hold_an_object(attr, st)\n",
+          "        if (False\n")],
     ),
     "walk-skipped-operand-changes-nothing": (
         "b is None or _l.pop(): the skipped operand's call changes nothing",

@@ -119,7 +119,12 @@ CONSTRUCTION_UNSAFE = ["init-annotation-alone-then-a-chosen-store",
                        "helper-loops-over-the-callers-iterator-in-a-chosen-arm",
                        "helper-while-on-the-buffer-reads-the-callers-iterator",
                        "chosen-operand-reads-the-callers-iterator",
-                       "chosen-arm-reads-the-layers-iterator"]
+                       "chosen-arm-reads-the-layers-iterator",
+                       "closure-called-after-an-early-return-by-the-buffer",
+                       "lambda-called-after-an-early-return-by-the-buffer",
+                       "chosen-arm-reads-the-layers-iterator-by-getattr",
+                       "chosen-arm-reads-a-forward-context-container",
+                       "skipped-arm-reads-a-forward-context-container"]
 
 
 @pytest.mark.parametrize("module", CONSTRUCTION_UNSAFE)

@@ -51,7 +51,11 @@ applied (``fixed``), changed by ``test_module_as_loaded.build``.
 - code the missing buffer chose (an arm, a helper's arm) reads an
   iterator, the caller's or the layer's, that the code after reads: the
   warmup fails without the buffer; unknown (read fixed until 2026-12-07);
-  a constant read there changes nothing: fixed.
+  a constant read there changes nothing: fixed; so is a function called
+  where the buffer steers (after a return it could have taken); the
+  layer's attribute read by ``getattr`` and the forward context's
+  containers, chosen or skipped, are unknown too (a held-out review's
+  forks, read fixed until 2026-12-07); ``attn_metadata`` read there: fixed.
 """
 
 from __future__ import annotations
@@ -238,6 +242,28 @@ CASES = [
     pytest.param(dict(warmup=("_c = (5,)", "if self.topk_indices_buffer is None:", "    _t = 5 in _c",
                               "_a, = _c")),
                  Verdict.FIXED, id="chosen-arm-reads-a-constant"),
+    pytest.param(dict(warmup=("_g = iter((5,))", "def _adv():", "    _t = 5 in _g", "def _w():",
+                              "    if self.topk_indices_buffer is not None:", "        return", "    _adv()",
+                              "_w()", "_a, = _g")),
+                 Verdict.UNKNOWN, id="closure-called-where-the-buffer-steers-reads-an-iterator"),
+    pytest.param(dict(body="    def _p(self):\n        return 1\n\n",
+                      warmup=("def _w():", "    if self.topk_indices_buffer is not None:", "        return",
+                              "    return self._p()", "x = _w()")),
+                 Verdict.FIXED, id="method-called-where-the-buffer-steers-reads-nothing"),
+    pytest.param(dict(warmup=("self._ids = iter((5,))", "if self.topk_indices_buffer is None:",
+                              "    _t = 5 in getattr(self, '_ids')", "_a, = self._ids")),
+                 Verdict.UNKNOWN, id="chosen-arm-reads-the-layers-iterator-by-getattr"),
+    pytest.param(dict(warmup=("_fc = get_forward_context()", "_fc.slot_mapping['ids'] = iter((5,))",
+                              "if self.topk_indices_buffer is None:", "    _t = 5 in _fc.slot_mapping['ids']",
+                              "_a, = _fc.slot_mapping['ids']")),
+                 Verdict.UNKNOWN, id="chosen-arm-reads-a-forward-context-container"),
+    pytest.param(dict(warmup=("_fc = get_forward_context()", "_fc.slot_mapping['ids'] = iter((5,))",
+                              "if self.topk_indices_buffer is not None:", "    _t = 5 in _fc.slot_mapping['ids']",
+                              "assert 5 not in _fc.slot_mapping['ids']")),
+                 Verdict.UNKNOWN, id="skipped-arm-reads-a-forward-context-container"),
+    pytest.param(dict(warmup=("_fc = get_forward_context()", "if self.topk_indices_buffer is None:",
+                              "    _t = _fc.attn_metadata", "x = 1")),
+                 Verdict.FIXED, id="chosen-arm-reads-the-attention-metadata"),
 ]
 
 

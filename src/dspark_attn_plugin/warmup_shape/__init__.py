@@ -27,10 +27,15 @@ R1 *The run.* ``forward_mqa`` is interpreted from its first statement as the
    for lack of the buffer: they run as a chosen arm, and where the body or
    ``else`` could have left, the rest of the function runs for lack of
    the buffer too); such chosen code reading an object a read may change
-   (a name or a layer attribute holding anything but a constant, the
-   layer, its class, a function, the forward context or a builtin: an
-   iterator ``in`` advances, the caller's as well as its own) is refused:
-   what follows may read that object under any name;
+   (a name or a layer attribute, by ``.`` or ``getattr``, holding anything
+   but a constant, the layer, its class, a function, the forward context
+   or a builtin; any attribute of the forward context but
+   ``attn_metadata``: an iterator ``in`` advances, the caller's as well
+   as its own) is refused, and so is skipped code reading the forward
+   context's containers:
+   what follows may read that object under any name; a function called
+   where the buffer steers (the rest after a return it could have taken)
+   runs as chosen code;
    what code such a test skipped (an ``if``'s arm, an operand of a
    conditional expression or of ``and``/``or``, a comprehension's filters
    and parts after it, a loop's body, ``match`` cases, a ``try``'s or a

@@ -149,10 +149,11 @@ class ExpressionWalk:
                 if isinstance(n, ast.Name) and self.may_hold_an_object(n.id, st, scope):
                     return True
                 if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name):
-                    if self._owner_kind(n.value.id, st, scope) in (LAYER, CLS) and (
-                        self._member_may_hold_an_object(n.attr, st)
-                    ):
+                    owner = self._owner_kind(n.value.id, st, scope)
+                    if owner in (LAYER, CLS) and self._member_may_hold_an_object(n.attr, st):
                         return True
+                    if owner == FWD_CONTEXT and n.attr != "attn_metadata":
+                        return True  # the forward context's containers: every reader shares them
                 elif isinstance(n, ast.Attribute) and not self._is_the_buffer(n.value, st, scope):
                     return True  # an attribute of what an expression gives: any object
         return False
@@ -202,10 +203,23 @@ class ExpressionWalk:
 
     def _Attribute(self, e, st, scope):
         base = self.expr(e.value, st, scope)
-        if (self.steered(scope) and base.kind in (LAYER, CLS)
-                and self._member_may_hold_an_object(e.attr, st)):
-            self.chosen_read(e, "." + e.attr)
-        return self.attribute(e, base, e.attr, st)
+        steer = 1 if self.steered(scope) else 0
+        if steer:
+            self.chosen_member(e, base, e.attr, st)
+        self.chosen += steer  # a property's getter run here is chosen code too
+        try:
+            return self.attribute(e, base, e.attr, st)
+        finally:
+            self.chosen -= steer
+
+    def chosen_member(self, e, base: _Val, attr: str, st) -> None:
+        """Chosen code reads ``base.attr`` (``.`` or ``getattr``): an
+        attribute of the layer or its class that may hold an object, or
+        any of the forward context's but ``attn_metadata`` (its
+        containers are shared by every reader)."""
+        if (base.kind in (LAYER, CLS) and self._member_may_hold_an_object(attr, st)
+                or base.kind == FWD_CONTEXT and attr != "attn_metadata"):
+            self.chosen_read(e, "." + attr)
 
     def chosen_read(self, e, what: str) -> None:
         """Code that runs for lack of the buffer (a decided test on a
@@ -763,6 +777,10 @@ class ExpressionWalk:
         if func.kind == FUNC:
             how, function, receiver, outer, closure = func.data
             if how == "builtin":
+                if (function == "getattr" and self.steered(scope) and len(args) >= 2
+                        and args[0] is not None and args[1] is not None
+                        and args[1].kind == CONST and isinstance(args[1].data, str)):
+                    self.chosen_member(e, args[0], args[1].data, st)
                 return self.builtin(e, function, args, kwargs, st)
             if how == "forward-context":
                 for v in values:
@@ -770,7 +788,14 @@ class ExpressionWalk:
                 return _Val(FWD_CONTEXT)
             if how == "bound":
                 args = [receiver, *args]
-            result = self.call_function(function, args, kwargs, e, outer, closure, st)
+            # Called where the missing buffer steers, the function runs for
+            # lack of it too: what it does is chosen code.
+            steer = 1 if self.steered(scope) else 0
+            self.chosen += steer
+            try:
+                result = self.call_function(function, args, kwargs, e, outer, closure, st)
+            finally:
+                self.chosen -= steer
             if result is None:
                 # No path returns: what follows is not reached from here.
                 raise _Unreachable
