@@ -724,6 +724,15 @@ MODULE_SHAPES = {
         warmup=("_fc = get_forward_context()", "_fc.slot_mapping['ids'] = iter((5,))",
                 "if self.topk_indices_buffer is not None:", "    _t = 5 in _fc.slot_mapping['ids']",
                 "assert 5 not in _fc.slot_mapping['ids']")),
+    # A second held-out review's (2026-12-07): a nested def's annotations
+    # run when it does (flashmla.py defers none).
+    "nested-def-annotation-reads-the-layers-iterator-in-a-chosen-arm": ModuleShape(
+        init=("self._ids = iter((5,))",),
+        warmup=("if self.topk_indices_buffer is None:", "    def _z(x: 5 in self._ids):", "        pass",
+                "_a, = self._ids")),
+    "nested-def-annotations-plain": ModuleShape(
+        warmup=("def _z(x: int, *a: int, k: float = 1.0, **kw: str) -> None:", "    pass", "_z(1)"),
+        plain=True),
     "chosen-arm-reads-a-constant-plain": ModuleShape(
         warmup=("_c = (5,)", "if self.topk_indices_buffer is None:", "    _t = 5 in _c", "_a, = _c"),
         plain=True),

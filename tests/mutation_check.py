@@ -1178,6 +1178,10 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         "if b is not None: 5 in _fc.slot_mapping['ids'] skipped: the forward context's containers hold nothing a read changes",
         [("warmup_shape/expressions.py", "                    if owner == FWD_CONTEXT and n.attr != \"attn_metadata\":\n", "                    if False:\n")],
     ),
+    "walk-nested-annotations-skipped": (
+        "def _z(x: self.topk_indices_buffer.shape): the annotation does not run",
+        [("warmup_shape/statements.py", "            if not self.module.future_annotations:\n                self.annotations(s, st, scope)\n", "")],
+    ),
     "walk-chosen-layer-reads-plain": (
         "if b is None: 5 in self._ids: a read of the layer's object the missing buffer chose changes nothing",
         [("warmup_shape/expressions.py", "        if (base.kind in (LAYER, CLS) and self._member_may_hold_an_object(attr, st)\n",

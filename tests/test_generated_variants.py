@@ -124,7 +124,8 @@ CONSTRUCTION_UNSAFE = ["init-annotation-alone-then-a-chosen-store",
                        "lambda-called-after-an-early-return-by-the-buffer",
                        "chosen-arm-reads-the-layers-iterator-by-getattr",
                        "chosen-arm-reads-a-forward-context-container",
-                       "skipped-arm-reads-a-forward-context-container"]
+                       "skipped-arm-reads-a-forward-context-container",
+                       "nested-def-annotation-reads-the-layers-iterator-in-a-chosen-arm"]
 
 
 @pytest.mark.parametrize("module", CONSTRUCTION_UNSAFE)

@@ -55,7 +55,11 @@ applied (``fixed``), changed by ``test_module_as_loaded.build``.
   where the buffer steers (after a return it could have taken); the
   layer's attribute read by ``getattr`` and the forward context's
   containers, chosen or skipped, are unknown too (a held-out review's
-  forks, read fixed until 2026-12-07); ``attn_metadata`` read there: fixed.
+  forks, read fixed until 2026-12-07); ``attn_metadata`` read there: fixed;
+- a nested ``def``'s annotations run when it does (``flashmla.py`` has no
+  ``from __future__ import annotations``): one that reads ``.shape`` of
+  the missing buffer fails (affected, read fixed until 2026-12-07), one
+  that binds a name is unknown, plain type names change nothing.
 """
 
 from __future__ import annotations
@@ -264,6 +268,16 @@ CASES = [
     pytest.param(dict(warmup=("_fc = get_forward_context()", "if self.topk_indices_buffer is None:",
                               "    _t = _fc.attn_metadata", "x = 1")),
                  Verdict.FIXED, id="chosen-arm-reads-the-attention-metadata"),
+    pytest.param(dict(warmup=("def _z(x: self.topk_indices_buffer.shape): pass",)),
+                 Verdict.AFFECTED, id="nested-def-argument-annotation-runs"),
+    pytest.param(dict(warmup=("def _z(x) -> self.topk_indices_buffer.shape: pass",)),
+                 Verdict.AFFECTED, id="nested-def-return-annotation-runs"),
+    pytest.param(dict(warmup=("_n = 0", "def _z(x: (_n := int(self.topk_indices_buffer is None))): pass",
+                              "x = (0,)[_n]")),
+                 Verdict.UNKNOWN, id="nested-def-annotation-binds-a-name"),
+    pytest.param(dict(warmup=("def _z(x: int, *a: int, k: float = 1.0, **kw: str) -> None:", "    pass",
+                              "_z(1)")),
+                 Verdict.FIXED, id="nested-def-plain-annotations"),
 ]
 
 

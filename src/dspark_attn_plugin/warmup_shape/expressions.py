@@ -467,6 +467,21 @@ class ExpressionWalk:
             if v.derived or v.kind not in (CONST, OPAQUE):
                 self.doubt(d, f"binds a default argument to a {'value derived from ' + BUFFER_ATTR if v.derived else v.kind}")
 
+    def annotations(self, function, st, scope) -> None:
+        """A nested ``def``'s annotations run when it does (a module
+        without ``from __future__ import annotations``, as vLLM's
+        ``flashmla.py``): each is walked as an expression there; one that
+        binds a name, yields or awaits is refused (the names the walk
+        counts for the scope do not include it)."""
+        a = function.args
+        notes = [p.annotation for p in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]
+                 if p is not None and p.annotation is not None]
+        for note in [*notes, *([function.returns] if function.returns is not None else [])]:
+            if any(isinstance(n, (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await))
+                   for n in ast.walk(note)):
+                self.doubt(note, "binds a name, yields or awaits in an annotation")
+            self.expr(note, st, scope)
+
     def _IfExp(self, e, st, scope):
         test = self.expr(e.test, st, scope)
         value = _truth(test)

@@ -118,6 +118,10 @@ class _Module:
         self.class_attrs: dict[str, ast.stmt] = ns.attrs
         self.ambiguous: set[str] = ns.ambiguous - set(methods)
         self.constants: dict = module_constants(tree)
+        # Without it, a nested def's annotations run when the def does.
+        self.future_annotations = any(
+            isinstance(n, ast.ImportFrom) and n.module == "__future__"
+            and any(a.name == "annotations" for a in n.names) for n in tree.body)
         self.functions: dict[str, ast.FunctionDef] = {}
         self.module_names: set[str] = set()
         self.forward_context_names: set[str] = set()

@@ -382,6 +382,8 @@ class StatementWalk:
             if s.decorator_list:
                 self.doubt(s, "defines a decorated function")
             self.defaults(s, st, scope)
+            if not self.module.future_annotations:
+                self.annotations(s, st, scope)
             st.env[s.name] = _Val(FUNC, ("local", s, None, scope, st.env))
             return st
         if isinstance(s, (ast.Import, ast.ImportFrom)):
