@@ -32,12 +32,12 @@ R1 *The run.* ``forward_mqa`` is interpreted from its first statement as the
    or a builtin; any attribute of the forward context but
    ``attn_metadata``: an iterator ``in`` advances, the caller's as well
    as its own) is refused, and so is skipped code reading the forward
-   context's containers; a nested ``def``'s annotations run where it
-   does (but under ``from __future__ import annotations``), and one that
-   binds a name, yields or awaits is refused:
-   what follows may read that object under any name; a function called
-   where the buffer steers (the rest after a return it could have taken)
-   runs as chosen code;
+   context's containers: what follows may read that object under any
+   name; a function called where the buffer steers (the rest after a
+   return it could have taken) runs as chosen code; a nested ``def``'s
+   annotations run where it does (but under ``from __future__ import
+   annotations``), and one that binds a name, yields or awaits is
+   refused;
    what code such a test skipped (an ``if``'s arm, an operand of a
    conditional expression or of ``and``/``or``, a comprehension's filters
    and parts after it, a loop's body, ``match`` cases, a ``try``'s or a
