@@ -1286,7 +1286,7 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     ),
     "walk-jump-names-plain": (
         "for _ in (0,): if b is None: continue; r = 'a': r after the loop reads as the constant before",
-        [("warmup_shape/statements.py", "                                self.skipped(rest, left)\n",
+        [("warmup_shape/statements.py", "                                self.skipped(rest, path)\n",
           "                                pass\n")],
     ),
     "walk-caught-here-else-runs": (

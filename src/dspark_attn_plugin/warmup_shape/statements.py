@@ -304,8 +304,8 @@ class StatementWalk:
                     if marks is not None:  # a break or continue left it: the names
                         # the rest binds hold, there, what the buffer's absence left
                         for at, taken in zip(marks, (scope.breaks[-1], scope.continues[-1])):
-                            for left in taken[at:]:
-                                self.skipped(rest, left)
+                            for path in taken[at:]:
+                                self.skipped(rest, path)
         return st
 
     @staticmethod

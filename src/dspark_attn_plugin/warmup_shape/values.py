@@ -10,9 +10,11 @@ from dataclasses import dataclass
 CONST, LAYER, CLS, FUNC, OPAQUE, UNBOUND, MAYBE_UNBOUND, FWD_CONTEXT = (
     "const", "layer", "class", "function", "opaque", "unbound", "maybe-unbound", "context"
 )
-# Kinds whose values no read can change: a constant, the layer, its class, a
-# function, the forward context. Anything else may be an object that a read
-# runs code of (an iterator, a defaultdict, a property).
+# Kinds whose values no read of the name can change: a constant, the layer,
+# its class, a function, the forward context (the attributes of the layer,
+# its class and the forward context are judged one by one). Anything else
+# may be an object that a read runs code of (an iterator, a defaultdict, a
+# property).
 HELD_STILL = (CONST, LAYER, CLS, FUNC, FWD_CONTEXT)
 
 
