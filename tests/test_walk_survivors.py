@@ -59,7 +59,17 @@ applied (``fixed``), changed by ``test_module_as_loaded.build``.
 - a nested ``def``'s annotations run when it does (``flashmla.py`` has no
   ``from __future__ import annotations``): one that reads ``.shape`` of
   the missing buffer fails (affected, read fixed until 2026-12-07), one
-  that binds a name is unknown, plain type names change nothing.
+  that binds a name is unknown, plain type names change nothing;
+- an unrolled loop's pass that one path leaves by ``return`` and another
+  by ``continue``: the crash after the loop is reached maybe (a mutant
+  took the paths that go on for all of them: affected);
+- a nested function whose parameter named ``self`` holds another object
+  (a tensor): ``self.foo = 1`` there sets the tensor's attribute, and the
+  layer's ``foo`` read after it is still 0 (a mutant stored it on the
+  layer: affected);
+- a ``while`` whose test on the missing buffer is true runs its first
+  pass: a call there that changes nothing leaves the method ``fixed`` (a
+  mutant held the body to the rule for skipped code: unknown).
 """
 
 from __future__ import annotations
@@ -278,6 +288,29 @@ CASES = [
     pytest.param(dict(warmup=("def _z(x: int, *a: int, k: float = 1.0, **kw: str) -> None:", "    pass",
                               "_z(1)")),
                  Verdict.FIXED, id="nested-def-plain-annotations"),
+    # (2026-12-07 evening) a pass of an unrolled loop that a path may
+    # leave by ``return`` and another by ``continue``: the paths that go
+    # on are not all that entered (executed: the warmup returns before
+    # the assertion, and starts without the buffer)
+    pytest.param(dict(warmup=("if q.dim() == 3:", "    for _i in (1,):", "        if q.dim() >= 0:",
+                              "            return q", "        if q.dim() == 3:", "            continue",
+                              "assert self.topk_indices_buffer is not None")),
+                 Verdict.UNKNOWN, id="unrolled-loop-a-return-and-a-continue-leave-the-crash-after-maybe"),
+    # a nested function whose first parameter is named ``self`` but is
+    # handed another object: its store lands there, not on the layer
+    # (executed: the layer's ``foo`` stays 0, the warmup runs)
+    pytest.param(dict(warmup=("self.foo = 0", "def _g(self, me):", "    self.foo = 1", "    return me.foo",
+                              "_n = _g(q, self)", "x = (0,)[_n]")),
+                 Verdict.FIXED, id="nested-function-self-parameter-holding-another-object-stores-there"),
+    # a ``while`` on the missing buffer is entered on its first pass: its
+    # body is code the buffer's absence chose, not code it skipped
+    # (executed: the body calls a function that changes nothing, breaks,
+    # and the warmup runs)
+    pytest.param(dict(top="def _h():\n    return None\n\n\n",
+                      body="    def _w(self):\n        while self.topk_indices_buffer is None:\n"
+                           "            _h()\n            break\n        return None\n\n",
+                      warmup=("self._w()",)),
+                 Verdict.FIXED, id="while-on-the-missing-buffer-runs-its-first-pass"),
 ]
 
 
