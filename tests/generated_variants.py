@@ -742,6 +742,94 @@ MODULE_SHAPES = {
     "for-else-beside-the-ratio-plain": ModuleShape(
         warmup=("_k = 0", "for _ in (1,):", "    _t = self.compress_ratio", "else:", "    _k = 1", "x = (0, 1)[_k]"),
         plain=True),
+    # (2026-12-07 evening, a held-out review) the module decides what
+    # Python runs around the method: class-body names, the standard
+    # library reached through allowed packages, __builtins__, annotations
+    # typing evaluates.
+    "class-body-shadows-property": ModuleShape(
+        body="    def property(fn):\n        return fn\n\n    @property\n    def _armed(self):\n"
+             "        return self.topk_indices_buffer is not None\n\n",
+        warmup=("if self._armed:", "    x = self.topk_indices_buffer.shape")),
+    "class-body-shadows-cached-property": ModuleShape(
+        top="from functools import cached_property\n\n\n",
+        body="    cached_property = torch.no_grad()\n\n    @cached_property\n    def _armed(self):\n"
+             "        return False\n\n",
+        warmup=("x = self.topk_indices_buffer.shape if self._armed else 0",)),
+    "frame-through-a-name-imported-from-typing": ModuleShape(
+        top="from typing import sys\n\n\n",
+        warmup=("x = sys._getframe(0).f_locals['self'].topk_indices_buffer.shape",)),
+    "locals-through-torch-builtins": ModuleShape(
+        warmup=("x = torch.builtins.locals()['self'].topk_indices_buffer.shape",)),
+    "frame-through-dataclasses-inspect-in-a-nested-function": ModuleShape(
+        top="from dataclasses import inspect\n\n\n",
+        warmup=("def _n():",
+                "    assert inspect.currentframe().f_back.f_locals['self'].topk_indices_buffer is not None",
+                "    return 0", "_n()")),
+    "frame-through-logging-currentframe": ModuleShape(
+        top="import logging\n\n\n",
+        warmup=("x = logging.currentframe().f_locals['self'].topk_indices_buffer.shape",)),
+    "module-builtins-proxy-class": ModuleShape(
+        top="from dataclasses import builtins as _real\n\n\ndef _len(t):\n    return 0\n\n\n"
+            "class __builtins__:\n    def __class_getitem__(cls, name):\n        if name == 'len':\n"
+            "            return _len\n        return _real.getattr(_real, name)\n\n\n",
+        warmup=("if len((1,)) != 1:", "    x = self.topk_indices_buffer.shape")),
+    "exec-through-torch-builtins-at-import": ModuleShape(
+        after="_x = torch.builtins.exec('len = lambda *a: 0')\n",
+        warmup=("if len((1,)) != 1:", "    x = self.topk_indices_buffer.shape")),
+    "annotation-string-run-by-get-type-hints": ModuleShape(
+        top="import typing\n\n\ndef _f(x: \"[f.f_locals['self'].topk_indices_buffer.shape"
+            " for f in [torch.sys._getframe(i) for i in range(1, 12)]"
+            " if 'q' in f.f_locals and 'self' in f.f_locals]\"):\n    pass\n\n\n",
+        warmup=("typing.get_type_hints(_f)",)),
+    # (a second review) Python's reflection under names the rules did not
+    # know: found by what it is.
+    "format-string-follows-a-frame-into-the-layer": ModuleShape(
+        top="import logging\n\n\n",
+        warmup=("x = '{0.f_locals[self].topk_indices_buffer.shape}'.format(logging.currentframe())",)),
+    "sys-under-a-private-name-of-collections": ModuleShape(
+        top="import collections\n\n\n",
+        warmup=("x = getattr(collections, '_sys').modules['builtins'].eval('self.topk_indices_buffer.shape')",)),
+    "builtins-module-kept-by-enum-evaluates-in-the-caller": ModuleShape(
+        top="import enum\n\n\n",
+        warmup=("x = enum.bltns.eval('self.topk_indices_buffer.shape')",)),
+    "import-module-re-exported-by-vllm": ModuleShape(
+        top="from vllm.model_executor.layers.rotary_embedding.common import import_module\n\n\n",
+        warmup=("x = import_module('builtins').eval('self.topk_indices_buffer.shape')",)),
+    "attrgetter-re-exported-by-torch": ModuleShape(
+        top="from torch.autograd.profiler_util import attrgetter\nimport logging\n\n\n",
+        warmup=("x = attrgetter('f_locals')(logging.currentframe())['self']",
+                "y = attrgetter('topk_indices_buffer.shape')(x)")),
+    "forward-ref-evaluates-a-string": ModuleShape(
+        top="import typing\n\n\n",
+        warmup=("x = typing.ForwardRef(\"type(__import__('sys')._getframe(2).f_locals['self']"
+                ".topk_indices_buffer.shape)\")._evaluate(None, None, frozenset())",)),
+    "exec-through-enum-at-import-rebinds-len": ModuleShape(
+        top="import enum\n\n\n", after="_x = enum.bltns.exec('len = lambda *a: 0')\n",
+        warmup=("if len((1,)) != 1:", "    x = self.topk_indices_buffer.shape")),
+    # (a third review) importers that take a string, run-time format
+    # strings, a forward reference reached without its name.
+    "eval-resolved-by-vllms-qualname-importer": ModuleShape(
+        top="from vllm.utils.import_utils import resolve_obj_by_qualname\n\n\n",
+        warmup=("x = resolve_obj_by_qualname('builtins.eval')('self.topk_indices_buffer.shape')",)),
+    "eval-resolved-by-logging-config": ModuleShape(
+        top="import logging.config\n\n\n",
+        warmup=("x = logging.config.BaseConfigurator({}).resolve('builtins.eval')('self.topk_indices_buffer.shape')",)),
+    "logging-config-imported-in-the-warmup": ModuleShape(
+        warmup=("import logging.config as _lcfg",
+                "x = _lcfg.BaseConfigurator({}).resolve('builtins.eval')('self.topk_indices_buffer.shape')")),
+    "format-string-built-at-run-time": ModuleShape(
+        top="import logging\n\n\n",
+        warmup=("x = ('{0.f_locals[self]' + '.topk_indices_buffer.shape}').format(logging.currentframe())",)),
+    "forward-ref-reached-through-get-args": ModuleShape(
+        top="import typing\n\n\n",
+        warmup=("x = typing.get_args(typing.List[\"type([fi.frame.f_locals['self'] for fi in "
+                "__import__('inspect').stack() if type(fi.frame.f_locals.get('self')).__name__ == "
+                "'DeepseekV4FlashMLAAttention'][0].topk_indices_buffer.shape)\"])[0]"
+                "._evaluate(None, None, frozenset())",)),
+    "exec-through-a-name-an-import-time-call-made": ModuleShape(
+        top="from vllm.utils.import_utils import resolve_obj_by_qualname\n\n\n"
+            "_ex = resolve_obj_by_qualname('builtins.exec')\n_x = _ex('len = lambda *a: 0')\n\n\n",
+        warmup=("if len((1,)) != 1:", "    x = self.topk_indices_buffer.shape")),
 }
 
 

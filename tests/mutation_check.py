@@ -1295,6 +1295,74 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
           "        else_skipped = bool(s.orelse) and (took or end is None and self.turns != turns)\n",
           "        else_skipped = bool(s.orelse) and (end is None and self.turns != turns)\n")],
     ),
+    "module-class-body-builtin-names": (
+        "a class body may bind property: its decorators after it still mean Python's",
+        [("warmup_shape/as_loaded.py", "            self.require(name not in BUILTIN_NAMES, stmt,\n                         f\"{cls.name} binds {name}, the name of a builtin\")\n", "")],
+    ),
+    "module-class-body-module-names": (
+        "a class body may bind cached_property: the module's import still decides",
+        [("warmup_shape/as_loaded.py", "            self.require(name not in self.bound, stmt,\n", "            self.require(True, stmt,\n")],
+    ),
+    "module-special-bindings-by-assignment-only": (
+        "class __builtins__ binds nothing special: only `NAME = ...` does",
+        [("warmup_shape/as_loaded.py", "            r.require(not _special(name) or name == \"__all__\", stmt,  # class __builtins__: ...\n", "            r.require(True, stmt,\n")],
+    ),
+    "module-chains-not-resolved": (
+        "enum.bltns, collections._sys, a re-exported attrgetter are what their names say",
+        [("warmup_shape/as_loaded.py", "    _check_chains(tree, r)\n", "")],
+    ),
+    "module-reflection-by-name-only-bare": (
+        "x.eval, import_module, attrgetter by name are plain attributes",
+        [("warmup_shape/as_loaded.py", "        r.require(name not in REFLECTION_NAMES, node,\n", "        r.require(True, node,\n")],
+    ),
+    "module-stdlib-by-name-ignored": (
+        "torch.sys, from typing import sys: an allowed package's attributes are its own",
+        [("warmup_shape/as_loaded.py", "        r.require(name not in OUTSIDE_MODULES, node,\n", "        r.require(True, node,\n")],
+    ),
+    "module-frame-attributes-plain": (
+        "f_locals, f_back are plain attributes",
+        [("warmup_shape/as_loaded.py", "        r.require(not INTERNALS.match(name), node,\n", "        r.require(True, node,\n")],
+    ),
+    "module-format-strings-plain": (
+        "'{0.f_locals[self]}'.format(...) reads nothing",
+        [("warmup_shape/as_loaded.py", "    r.require(not any(\".\" in f or \"[\" in f for f in fields), node,\n", "    r.require(True, node,\n")],
+    ),
+    "module-annotation-strings-unread": (
+        "a string annotation is never evaluated",
+        [("warmup_shape/as_loaded.py", "            found += _annotation_code(parsed)\n", "            pass\n")],
+    ),
+    "module-made-values-callable-at-import": (
+        "_ex = resolve(...); _x = _ex('...'): a value an import-time call made is an imported name",
+        [("warmup_shape/as_loaded.py", "            else:  # what a call (or an item) gave: not called at import in turn\n                r.made |= {t.id for t in targets}\n",
+          "            else:\n                r.imported |= {t.id for t in targets}\n")],
+    ),
+    "module-stdlib-submodules-allowed": (
+        "logging.config is logging's: an allowed package's submodules are allowed",
+        [("warmup_shape/as_loaded.py", "            r.require(root in IMPORT_ROOTS and (root not in sys.stdlib_module_names\n                                                or name in STDLIB_MODULES), node,\n",
+          "            r.require(root in IMPORT_ROOTS, node,\n"),
+         ("warmup_shape/as_loaded.py", "        r.require(root in IMPORT_ROOTS and (root not in sys.stdlib_module_names\n                                            or name in STDLIB_MODULES), node,\n",
+          "        r.require(root in IMPORT_ROOTS, node,\n"),
+         ("warmup_shape/as_loaded.py", "                r.require(name.split(\".\")[0] not in sys.stdlib_module_names\n                          or name in STDLIB_MODULES, stmt,\n",
+          "                r.require(True, stmt,\n")],
+    ),
+    "module-computed-format-plain": (
+        "('{0' + '...}').format(x): a format string built at run time reads nothing",
+        [("warmup_shape/as_loaded.py", "        r.require(node.attr != \"format\" or isinstance(node.value, ast.Constant), node,\n",
+          "        r.require(True, node,\n")],
+    ),
+    "module-private-of-call-results-plain": (
+        "get_args(...)[0]._evaluate: a private name of a call's result is its API",
+        [("warmup_shape/as_loaded.py", "                  or _root(node) is not None or not isinstance(node.ctx, ast.Load), node,\n",
+          "                  or True, node,\n")],
+    ),
+    "module-staticmethod-not-unwrapped": (
+        "staticmethod(__import__) kept in a class is not __import__",
+        [("warmup_shape/as_loaded.py", "    if isinstance(obj, (staticmethod, classmethod)):  # as stored in a class: what it gives\n        obj = obj.__func__\n", "")],
+    ),
+    "walk-buffer-off-any-object": (
+        "no_compile_layers[self.prefix].topk_indices_buffer is some other object's",
+        [("warmup_shape/expressions.py", "        if attr == BUFFER_ATTR and base.kind != LAYER:\n", "        if False:\n")],
+    ),
     "exports-raw-unread": (
         "Splunk's _raw and GELF's short_message are no message",
         [("log_exports.py", '"text", "content", "body", "_raw", "short_message")', '"text", "content", "body")')],

@@ -143,6 +143,48 @@ def test_what_the_layers_construction_or_a_skipped_arm_leaves_crashes_and_reads_
     assert (obs.verdict, obs.status_verdict, obs.runtime_patched) == ("unknown", "unknown", False)
 
 
+MODULE_DECIDES_UNSAFE = ["class-body-shadows-property",
+                         "class-body-shadows-cached-property",
+                         "frame-through-a-name-imported-from-typing",
+                         "locals-through-torch-builtins",
+                         "frame-through-dataclasses-inspect-in-a-nested-function",
+                         "frame-through-logging-currentframe",
+                         "module-builtins-proxy-class",
+                         "exec-through-torch-builtins-at-import",
+                         "annotation-string-run-by-get-type-hints",
+                         "format-string-follows-a-frame-into-the-layer",
+                         "sys-under-a-private-name-of-collections",
+                         "builtins-module-kept-by-enum-evaluates-in-the-caller",
+                         "import-module-re-exported-by-vllm",
+                         "attrgetter-re-exported-by-torch",
+                         "forward-ref-evaluates-a-string",
+                         "exec-through-enum-at-import-rebinds-len",
+                         "eval-resolved-by-vllms-qualname-importer",
+                         "eval-resolved-by-logging-config",
+                         "logging-config-imported-in-the-warmup",
+                         "format-string-built-at-run-time",
+                         "forward-ref-reached-through-get-args",
+                         "exec-through-a-name-an-import-time-call-made"]
+
+
+@pytest.mark.parametrize("module", MODULE_DECIDES_UNSAFE)
+def test_what_the_module_decides_around_the_method_crashes_and_reads_unknown(
+        module, flashmla, cpu_workspace, tmp_path):
+    """A class body's own ``property``, the standard library reached
+    through an allowed package (a frame's locals hold the layer), a
+    module-level ``__builtins__``, an annotation string ``typing`` runs,
+    ``eval``, frames and ``attrgetter`` under names an allowed package
+    gives them:
+    the SWA-only warmup fails without the buffer, and neither the
+    classifier nor status calls it safe (each read fixed until
+    2026-12-07); the runtime does not patch what it cannot judge."""
+    source = flashmla.__loader__.get_source(flashmla.__name__)
+    variant = gen.Variant("0.28.0-shape", "prefix", (), False, (), module)
+    obs = gen.observe(variant, source, tmp_path, synthetic)
+    assert obs.lacks_buffer(obs.runs) == ["swa0", "swa1"]
+    assert (obs.verdict, obs.status_verdict, obs.runtime_patched) == ("unknown", "unknown", False)
+
+
 @pytest.mark.parametrize("module", sorted(m for m in gen.MODULE_SHAPES
                                           if m.startswith("init-") and m.endswith("-plain")))
 def test_plain_construction_beside_the_buffer_runs_and_the_fix_is_still_read(

@@ -348,7 +348,7 @@ PLAIN = {
     "a-local-deleted-before-a-store": ("tmp = [topk_indices_buffer]\ndel tmp\nself._b = 1",
                                        "assert self._b is not None"),
     "a-torch-submodule-named-on-a-path-the-buffer-chose": (
-        "if topk_indices_buffer is not None:\n    self._i = id(F)",
+        "if topk_indices_buffer is not None:\n    self._i = id(F.relu)",
         "assert F.relu(torch.ones(1))[0] == 1", "", "import torch.nn.functional as F\n"),
     "a-setattr-of-another-name": ("w = 128\nsetattr(self, 'window_size_', w)\nself._w = w",
                                   "assert self._w is not None"),

@@ -757,14 +757,14 @@ def test_a_module_list_that_init_fills_with_the_buffer_is_read_as_the_buffer():
 
 @pytest.mark.parametrize("steady", [
     "aa = 1\n", "zz = 1\n", "def aa():\n    pass\n", "def zz():\n    pass\n",
-    "class Aa:\n    pass\n", "class zz:\n    pass\n", "import aa\n", "import zz.sub\n",
-    "from m import x as zz\n",
+    "class Aa:\n    pass\n", "class zz:\n    pass\n", "import math as aa\n",
+    "import collections.abc as zz\n", "from math import pi as zz\n",
     "try:\n    pass\nexcept Exception as zz:\n    pass\n",
     "match q:\n    case [*zz]:\n        pass\n",
     "match q:\n    case {**zz}:\n        pass\n",
     "match q:\n    case [*aa]:\n        pass\n",
     "match q:\n    case {**aa}:\n        pass\n",
-    "from m import x as aa\n",
+    "from math import pi as aa\n",
     "try:\n    pass\nexcept Exception as aa:\n    pass\n",
     "match q:\n    case [aa, zz]:\n        pass\n",
 ])
@@ -858,9 +858,11 @@ def test_an_assertion_of_another_attribute_of_the_layer_is_not_the_one_the_edit_
 
 def test_importing_a_submodule_binds_the_package_s_name_in_the_method():
     """``import flag.sub`` binds ``flag`` (not ``sub``): reading ``flag``
-    before that line raises UnboundLocalError on every layer."""
-    _raises_unbound_local("x = flag\nimport flag.sub\n")
-    assert verdict("x = flag\nimport flag.sub\n") is Verdict.AFFECTED
+    before that line raises UnboundLocalError on every layer. (Read
+    through an attribute, of an allowed package: a module read as a value,
+    or one off the allow-list, is refused first.)"""
+    _raises_unbound_local("x = vllm.envs\nimport vllm.envs\n")
+    assert verdict("x = vllm.envs\nimport vllm.envs\n") is Verdict.AFFECTED
 
 
 def test_a_warmup_that_names_the_buffer_only_in_a_string_reads_fixed():

@@ -87,7 +87,9 @@ R3 *Crashes.* A reached ``raise``; an ``assert`` whose test is false; an
    it. This module's code handed out is walked outside the try and with
    blocks around.
 R4 *Cannot see.* ``unknown`` when the run reaches: an undecided test on a
-   derived value; a derived value, the layer or its class handed to code
+   derived value; the buffer read off anything but the layer (vLLM's
+   registry of layers by prefix holds the layer itself); a derived value,
+   the layer or its class handed to code
    outside this module (a call, an operator or a format on an opaque
    value; this module's functions handed out are walked as if called
    there); a key or index that is derived and not a known constant, looked
@@ -126,7 +128,11 @@ R6 *Verdict.* ``affected`` if R3 is certain on either walk; else
    ``not-affected``. ``absent``: no such class.
 
 Assumed, not proven: code outside the module that is handed none of the
-above does not raise for lack of the buffer (it may raise for other reasons:
+above does not reach the layer by itself (through frames, the garbage
+collector, the interpreter's builtins: R5 refuses the names and the
+objects that reach them; where torch and vLLM are not imported, as in
+``status``, which reads files, their re-exports are judged by name only)
+and does not raise for lack of the buffer (it may raise for other reasons:
 ``affected`` can then be wrong, never ``fixed``); attributes of the layer
 other than the buffer and the R1 aliases are not derived from it: what
 vLLM's imported bases' methods store, and what vLLM's and the kernel

@@ -8,15 +8,20 @@ module is read first, and every statement must be one of these (anything
 else is ``unknown``):
 
 M1 *Module statements*: docstrings; imports of ``IMPORT_ROOTS`` packages
-   (and relative ones); ``if TYPE_CHECKING:`` holding only imports;
+   (and relative ones), in a function too, and of the standard library
+   only the modules ``STDLIB_MODULES`` names (not ``logging.config``);
+   ``if TYPE_CHECKING:`` holding only imports;
    ``NAME = value`` and ``NAME: T = value`` where the value is *simple*
    (a constant expression, a module constant, an imported name or its
    attribute, another class of this module, or a call of an imported name
    with simple arguments, such as ``logger = init_logger(__name__)``),
-   never to a special name but ``__all__``;
+   never to a special name but ``__all__``; a name bound to what such a
+   call gave is not called at import in turn;
    ``def`` with imported decorators;
-   ``class`` as in M2/M3. Every module-level name is bound once, and none
-   is a builtin's (``AssertionError``, ``property``, ``len``, ...).
+   ``class`` as in M2/M3. Every module-level name is bound once, none is
+   a builtin's (``AssertionError``, ``property``, ``len``, ...), and none
+   is special but ``__all__``, by any statement (a ``class __builtins__``
+   becomes the builtins of every function defined after it).
 M2 *The class and its bases*: no decorator, no keyword (metaclass); each
    base an imported name or a class of this module that passes the same
    test. Their members make up the class, in Python's method resolution
@@ -24,9 +29,12 @@ M2 *The class and its bases*: no decorator, no keyword (metaclass); each
 M3 *Class bodies*: docstrings, ``def`` (undecorated, or ``staticmethod``,
    ``classmethod``, ``property``, ``cached_property``), ``NAME = simple``,
    annotations; every name bound once (as Python stores it: a private
-   ``__x`` of class ``K`` is ``_K__x``); no member named as the buffer or
-   the ratio; no special method but ``__init__``, ``__repr__``, ``__str__``.
-   Other classes of the module pass M3 with imported decorators allowed.
+   ``__x`` of class ``K`` is ``_K__x``), and none a builtin's or one the
+   module binds (a body looks its names up in itself first: a member named
+   ``property`` or ``cached_property`` changes what the decorators after
+   it mean); no member named as the buffer or the ratio; no special method
+   but ``__init__``, ``__repr__``, ``__str__``. Other classes of the module
+   pass M3 with imported decorators allowed.
 M4 *Stores anywhere in the module*: an attribute is stored or deleted
    (``setattr``/``delattr`` with a constant name included) only on a
    method's own instance (``self.x = ...``), never into a name the class
@@ -38,10 +46,39 @@ M5 *No reflection*: the module never names ``eval``, ``exec``,
    ``setattr``/``delattr``/``getattr`` with a computed name, nor a special
    attribute other than ``__name__``, ``__qualname__``, ``__class__``,
    ``__doc__``, ``__module__``, ``__init__`` (as an attribute or as the
-   constant name ``getattr``/``hasattr``/``setattr``/``delattr`` are handed).
+   constant name ``getattr``/``hasattr``/``setattr``/``delattr`` are handed),
+   nor a special name (``__builtins__``, ``__loader__``) but those and
+   ``__file__``, ``__all__``, ``__debug__``. Nothing reaches a module of
+   the standard library that M1 does not allow (``OUTSIDE_MODULES``) by
+   any name: an attribute so named, whatever it is read off
+   (``torch.sys``, ``m.builtins``), a name imported so (``from typing
+   import sys``), a part of a dotted import. No attribute of a frame, a
+   traceback, a generator, a coroutine or a code object (``f_locals``,
+   ``f_back``, ``tb_frame``, ``gi_frame``, ``co_consts``): they reach a
+   running function's locals, the layer among them. None of Python's ways
+   to reach a frame, run a string as code, read an attribute a string
+   names or find objects nobody handed over (``_reflection``: ``eval``,
+   ``sys._getframe``, ``logging.currentframe``, ``operator.attrgetter``,
+   ``importlib.import_module``, ``typing.ForwardRef``, ``gc.get_objects``,
+   ...): by its name anywhere (``REFLECTION_NAMES``), and by what it is
+   where the module can be read: every imported name and every attribute
+   chain off one is looked up, without running code, in the standard
+   library's allowed modules and in packages already imported (at run
+   time, torch and vLLM), and may be neither one of those functions
+   (``from torch.autograd.profiler_util import attrgetter``) nor a module
+   outside the allow-list (``enum.bltns`` is ``builtins``,
+   ``collections._sys`` is ``sys``). An imported module is read only
+   through its attributes (``m = torch``, ``getattr(typing, n)`` are
+   refused). No string a ``format`` would follow into attributes or
+   items (``'{0.f_locals[self]}'``), and no ``format`` of a string built
+   at run time; no private name read off what a call or an item gave
+   (``get_args(...)[0]._evaluate``).
 M6 *Evaluated at definition*: default arguments, decorators, annotations
    (without ``from __future__ import annotations``), class keywords and
-   bases call nothing but imported names.
+   bases call nothing but imported names. Annotations are held to it with
+   ``from __future__ import annotations`` too, and a string in one is read
+   as the expression it spells (M5 included): ``typing.get_type_hints``
+   evaluates them whenever it is called.
 
 The runtime then checks what this reading assumed against the loaded
 objects (``loaded_code``).
@@ -51,7 +88,13 @@ from __future__ import annotations
 
 import ast
 import builtins
+import importlib
+import re
+import string
+import sys
+import types
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from dspark_attn_plugin.target import CLASS_NAME
 from dspark_attn_plugin.warmup_shape.verdict import BUFFER_ATTR, RATIO_ATTR
@@ -64,6 +107,40 @@ IMPORT_ROOTS = frozenset({
     "dataclasses", "contextlib", "functools", "collections", "itertools", "logging",
     "abc", "numpy", "triton", "einops", "flashinfer", "deep_gemm",
 })
+# The standard library's modules that M1 does not allow: reaching one
+# through an allowed package (``torch.sys``, ``from typing import sys``,
+# ``dataclasses.inspect``, ``torch.builtins.exec``) is importing it. Any
+# attribute so named is refused, whatever it is read off (``m = torch;
+# m.sys``): the walk cannot tell a module from another object.
+OUTSIDE_MODULES = (frozenset(sys.stdlib_module_names) | {"builtins"}) - IMPORT_ROOTS
+# The standard library's modules of IMPORT_ROOTS, one by one: their
+# submodules (``logging.config``, which imports any object a string
+# names) are other modules.
+STDLIB_MODULES = frozenset({"__future__", "typing", "math", "enum", "dataclasses", "contextlib",
+                            "functools", "collections", "collections.abc", "itertools",
+                            "logging", "abc"})
+# The attributes of frames, tracebacks, generators, coroutines and code
+# objects (``f_locals``, ``f_back``, ``tb_frame``, ``gi_frame``, ``co_consts``):
+# they reach a running function's locals (the layer as ``self``), however
+# the object was had (``logging.currentframe()``).
+INTERNALS = re.compile(r"(f|tb|gi|cr|ag|co)_[a-z]")
+# Python's ways to reach a running function's frame, run a string as
+# code, read an attribute a string names, or find objects nobody handed
+# over, by the names they are defined under (an allowed package that
+# re-exports one keeps its name: ``from importlib import import_module``);
+# under other names they are found by identity (``_reflection``).
+REFLECTION_NAMES = frozenset({
+    "eval", "exec", "globals", "locals", "vars", "__import__", "breakpoint",
+    "import_module", "attrgetter", "methodcaller", "currentframe", "_getframe",
+    "_current_frames", "getouterframes", "getinnerframes", "walk_stack", "walk_tb",
+    "extract_stack", "get_type_hints", "ForwardRef", "get_objects", "get_referrers",
+    "get_referents", "Formatter", "format_map", "resolve_obj_by_qualname",
+    "evaluate_forward_ref", "_evaluate", "_eval_type", "resolve_name",
+})
+# Special names a module's code may read as names (``__builtins__``,
+# ``__loader__``, ``__spec__``, ``__dict__`` are refused).
+SPECIAL_NAMES_READ = frozenset({"__name__", "__doc__", "__file__", "__qualname__",
+                                "__module__", "__class__", "__all__", "__debug__"})
 REFLECTIVE = frozenset({"eval", "exec", "compile", "globals", "locals", "vars",
                         "__import__", "breakpoint"})
 # functools' copiers of special attributes (``__code__``, ``__defaults__``,
@@ -111,6 +188,7 @@ class _Reader:
     def __init__(self, tree: ast.Module):
         self.tree = tree
         self.imported: set[str] = set()
+        self.made: set[str] = set()  # module names bound to what an import-time call gave
         self.constants: set[str] = set()
         self.classes: dict[str, ast.ClassDef] = {}
         self.bound = {n for stmt in tree.body for n in _module_bindings(stmt)}
@@ -227,6 +305,13 @@ class _Reader:
             else:
                 raise NotAllowed(
                     f"{_line(stmt)}: {cls.name}'s body holds a {type(stmt).__name__} statement")
+            # A class body looks its names up in itself first: a member
+            # named ``property``, ``len`` or ``cached_property`` changes
+            # what the decorators and values after it in the body mean.
+            self.require(name not in BUILTIN_NAMES, stmt,
+                         f"{cls.name} binds {name}, the name of a builtin")
+            self.require(name not in self.bound, stmt,
+                         f"{cls.name} binds {name}, a name the module binds")
             name = mangle(cls.name, name)  # what the class's dict holds
             self.require(name not in seen, stmt, f"{cls.name} binds {name} more than once")
             seen.add(name)
@@ -321,6 +406,8 @@ def check_module(tree: ast.Module, cls: ast.ClassDef) -> None:
                       f"the module binds {name} again (first at line {bound.get(name)})")
             r.require(name not in BUILTIN_NAMES, stmt,
                       f"the module binds {name}, the name of a builtin")
+            r.require(not _special(name) or name == "__all__", stmt,  # class __builtins__: ...
+                      f"the module binds the special name {name}")
             bound[name] = stmt.lineno
     for stmt in tree.body:  # M1, in order: a constant is known after its line
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
@@ -331,6 +418,11 @@ def check_module(tree: ast.Module, cls: ast.ClassDef) -> None:
             for root in roots:
                 r.require(root == "." or root in IMPORT_ROOTS, stmt,
                           f"the module imports {root}, which is not on the allow-list")
+            for name in ([a.name for a in stmt.names] if isinstance(stmt, ast.Import)
+                         else [stmt.module or ""] if not stmt.level else []):
+                r.require(name.split(".")[0] not in sys.stdlib_module_names
+                          or name in STDLIB_MODULES, stmt,
+                          f"the module imports {name}, which is not on the allow-list")
             r.require(not any(a.name == "*" for a in stmt.names), stmt, "a star import")
             r.imported |= set(_module_bindings(stmt))
         elif isinstance(stmt, ast.If) and _type_checking(stmt.test):
@@ -354,8 +446,10 @@ def check_module(tree: ast.Module, cls: ast.ClassDef) -> None:
                       "constant or an imported name (an alias, or code that runs at import)")
             if r.constant(stmt.value):
                 r.constants |= {t.id for t in targets}
-            else:
+            elif r.imported_ref(stmt.value):
                 r.imported |= {t.id for t in targets}
+            else:  # what a call (or an item) gave: not called at import in turn
+                r.made |= {t.id for t in targets}
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             r.function(stmt, decorators_ok=r._decorator_ok)
         elif isinstance(stmt, ast.ClassDef):
@@ -377,9 +471,18 @@ def check_module(tree: ast.Module, cls: ast.ClassDef) -> None:
 
 def _check_everywhere(tree: ast.Module, r: _Reader, members: set) -> None:
     """M4 and M5, over every node of the module."""
-    shadowed = set(r.imported) | set(r.constants) | set(r.classes)
+    shadowed = set(r.imported) | set(r.made) | set(r.constants) | set(r.classes)
     instance_names = _instance_names(tree, r)
+    for note in _annotations(tree):
+        # ``typing.get_type_hints`` evaluates annotations (strings and those
+        # ``from __future__ import annotations`` keeps): code at any time.
+        for code in _annotation_code(note):
+            r.require(r.inert(code), note, "an annotation runs code")
+            for node in ast.walk(code):
+                _check_reach(node, r)
+    _check_chains(tree, r)
     for node in ast.walk(tree):
+        _check_reach(node, r)
         if isinstance(node, ast.Global):
             raise NotAllowed(f"{_line(node)}: declares global {', '.join(node.names)}")
         if isinstance(node, ast.Name) and node.id in REFLECTIVE and node.id not in shadowed:
@@ -415,6 +518,224 @@ def _check_everywhere(tree: ast.Module, r: _Reader, members: set) -> None:
             r.require(isinstance(name, ast.Constant) and isinstance(name.value, str), node,
                       f"{node.func.id} with a computed name")
             _check_store(node, node.args[0], name.value, instance_names, members)
+
+
+def _check_reach(node, r: _Reader) -> None:
+    """What a node may reach (M5): no standard-library module but the
+    allowed ones, under any name; no frame's (traceback's, generator's,
+    code object's) attributes; no special name but a few; none of
+    Python's reflective functions by its name; no format string that
+    reads attributes."""
+    names: list[str] = []
+    if isinstance(node, ast.Attribute):
+        names = [node.attr]
+        r.require(node.attr != "format" or isinstance(node.value, ast.Constant), node,
+                  "formats a string the walk cannot read (format follows attributes)")
+        r.require(not (node.attr.startswith("_") and not _special(node.attr))
+                  or _root(node) is not None or not isinstance(node.ctx, ast.Load), node,
+                  f"reads {node.attr}, a private name of what a call or an item gave")
+    elif isinstance(node, (ast.Import, ast.ImportFrom)):
+        modules = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                   else [node.module or ""] if not node.level else [])
+        for name in modules:  # M1, in a function too
+            root = name.split(".")[0]
+            r.require(root in IMPORT_ROOTS and (root not in sys.stdlib_module_names
+                                                or name in STDLIB_MODULES), node,
+                      f"the module imports {name}, which is not on the allow-list")
+        names = [part for name in modules for part in name.split(".")]
+        if isinstance(node, ast.ImportFrom):
+            names += [a.name for a in node.names]
+    elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+          and node.func.id in ("getattr", "hasattr", "setattr", "delattr") and len(node.args) > 1
+          and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+        names = [node.args[1].value]
+    elif isinstance(node, ast.Name):
+        r.require(not _special(node.id) or node.id in SPECIAL_NAMES_READ, node,
+                  f"uses the special name {node.id}")
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        _check_format(node, r)
+    for name in names:
+        r.require(name not in REFLECTION_NAMES, node,
+                  f"names {name}, which reaches frames or runs strings as code")
+        r.require(name not in OUTSIDE_MODULES, node,
+                  f"reaches {name}, a module of the standard library not on the allow-list")
+        r.require(not INTERNALS.match(name), node,
+                  f"reads {name}, which reaches a running function's frame or code")
+
+
+@lru_cache(maxsize=1)
+def _reflection() -> dict:
+    """id -> name of each of Python's reflective functions and classes
+    (what ``REFLECTION_NAMES`` names), held here so they stay alive."""
+    import gc
+    import inspect
+    import logging
+    import operator
+    import traceback
+    import typing
+
+    found = {}
+    for owner, names in ((builtins, ("eval", "exec", "compile", "globals", "locals", "vars",
+                                     "__import__", "breakpoint")),
+                         (sys, ("_getframe", "_current_frames", "_current_exceptions", "exc_info",
+                                "exception", "settrace", "setprofile")),
+                         (inspect, ("currentframe", "stack", "trace", "getouterframes",
+                                    "getinnerframes")),
+                         (logging, ("currentframe",)),
+                         (operator, ("attrgetter", "methodcaller")),
+                         (importlib, ("import_module", "reload")),
+                         (typing, ("ForwardRef", "get_type_hints")),
+                         (gc, ("get_objects", "get_referrers", "get_referents")),
+                         (traceback, ("walk_stack", "walk_tb", "extract_stack")),
+                         (string, ("Formatter",))):
+        for name in names:
+            obj = getattr(owner, name, None)
+            if obj is not None:
+                found[id(obj)] = (f"{owner.__name__}.{name}", obj)
+    return found
+
+
+_MISSING = object()
+
+
+def _module_object(name: str):
+    """The module ``name`` if it can be read without running anything new:
+    already imported, or one of ``STDLIB_MODULES``."""
+    if name in sys.modules:
+        return sys.modules[name]
+    if name in STDLIB_MODULES:
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            return _MISSING
+    return _MISSING
+
+
+def _member(obj, attr: str):
+    """``obj.attr`` as stored (no code runs): a module's global or
+    submodule, a class's attribute; else ``_MISSING``."""
+    if isinstance(obj, types.ModuleType):
+        found = obj.__dict__.get(attr, _MISSING)
+        if found is _MISSING:
+            found = sys.modules.get(f"{obj.__name__}.{attr}", _MISSING)
+        return found
+    if isinstance(obj, type):
+        for k in obj.__mro__:
+            if attr in k.__dict__:
+                return k.__dict__[attr]
+    return _MISSING
+
+
+def _judge_object(obj, spelled: str, node, r: "_Reader") -> None:
+    """What an imported name or an attribute chain off one is, where the
+    module can be read: no module outside the allow-list, none of
+    Python's reflective functions."""
+    if obj is _MISSING:
+        return
+    if isinstance(obj, (staticmethod, classmethod)):  # as stored in a class: what it gives
+        obj = obj.__func__
+    if isinstance(obj, types.ModuleType):
+        name = obj.__name__ or ""
+        root = name.split(".")[0]
+        r.require(root in IMPORT_ROOTS and (root not in sys.stdlib_module_names
+                                            or name in STDLIB_MODULES), node,
+                  f"{spelled} is the module {name}, which is not on the allow-list")
+    hit = _reflection().get(id(obj))
+    r.require(hit is None or hit[1] is not obj, node,
+              f"{spelled} is {hit[0] if hit else ''}, which reaches frames or runs strings as code")
+
+
+def _imported_objects(tree: ast.Module, r: "_Reader") -> dict:
+    """Each name the module's imports bind -> the object, where it can be
+    read (``_module_object``); else ``_MISSING``."""
+    found = {}
+    for stmt in ast.walk(tree):
+        if isinstance(stmt, ast.Import):
+            for a in stmt.names:
+                _judge_object(_module_object(a.name), a.name, stmt, r)
+                if a.asname:
+                    found[a.asname] = _module_object(a.name)
+                else:
+                    found[a.name.split(".")[0]] = _module_object(a.name.split(".")[0])
+        elif isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module:
+            module = _module_object(stmt.module)
+            for a in stmt.names:
+                obj = _MISSING if module is _MISSING else _member(module, a.name)
+                found[a.asname or a.name] = obj
+                _judge_object(obj, f"{stmt.module}.{a.name}", stmt, r)
+    return found
+
+
+def _check_chains(tree: ast.Module, r: "_Reader") -> None:
+    """Attribute chains off imported names, read as what they are; an
+    imported module read as a value (``m = torch``, ``[collections][0]``,
+    ``getattr(typing, name)``): its attributes are then read unseen."""
+    objects = _imported_objects(tree, r)
+    modules = {k for k, v in objects.items() if isinstance(v, types.ModuleType)}
+    modules |= {(a.asname or a.name.split(".")[0]) for n in ast.walk(tree)
+                if isinstance(n, ast.Import) for a in n.names}
+    local = {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)} | {
+        n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    roots: set = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            chain, base = [], node
+            while isinstance(base, ast.Attribute):
+                chain.append(base.attr)
+                base = base.value
+            if isinstance(base, ast.Name):
+                roots.add(id(base))
+            if not (isinstance(base, ast.Name) and base.id in objects) or base.id in local:
+                continue
+            obj = objects[base.id]
+            spelled = base.id
+            for attr in reversed(chain):
+                if obj is _MISSING:
+                    break
+                obj = _member(obj, attr)
+                spelled += "." + attr
+                _judge_object(obj, spelled, node, r)
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in modules
+                and node.id not in local and id(node) not in roots):
+            raise NotAllowed(f"{_line(node)}: reads the module {node.id} as a value")
+
+
+def _check_format(node, r: "_Reader") -> None:
+    """``str.format`` follows ``.attr`` and ``[key]`` in a field's name:
+    a string that would read attributes is refused."""
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(node.value) if f]
+    except ValueError:
+        return  # ``format`` raises on it
+    r.require(not any("." in f or "[" in f for f in fields), node,
+              "a format string that reads attributes or items of what it is handed")
+
+
+def _annotations(tree: ast.Module) -> list:
+    found = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.arg) and n.annotation is not None:
+            found.append(n.annotation)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.returns is not None:
+            found.append(n.returns)
+        elif isinstance(n, ast.AnnAssign):
+            found.append(n.annotation)
+    return found
+
+
+def _annotation_code(note) -> list:
+    """The annotation, and every string in it parsed as the code that
+    ``typing`` evaluates (a string that is not an expression: refused)."""
+    found = [note]
+    for n in ast.walk(note):
+        if isinstance(n, ast.Constant) and isinstance(n.value, str):
+            try:
+                parsed = ast.parse(n.value.strip(), mode="eval").body
+            except (SyntaxError, ValueError):
+                continue  # evaluated, it raises: no code runs
+            found += _annotation_code(parsed)
+    return found
 
 
 def _check_store(node, base, attr: str, instance_names: dict, members: set) -> None:

@@ -259,6 +259,10 @@ class ExpressionWalk:
             if isinstance(value, _CONST_TYPES):
                 return _const(value, base.derived)
             return _Val(OPAQUE, derived=base.derived)
+        if attr == BUFFER_ATTR and base.kind != LAYER:
+            # A frame's locals, a registry, a hook's argument may hold the
+            # layer: the walk cannot tell it from any other object there.
+            self.doubt(e, f"reads {BUFFER_ATTR} of an object the walk cannot tell from the layer")
         if base.kind == OPAQUE:
             if base.derived:  # None, when it is None for lack of the buffer
                 self.doubt(e, f"reads .{attr} of a value derived from {BUFFER_ATTR}")
