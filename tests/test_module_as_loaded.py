@@ -383,6 +383,9 @@ NOT_SAFE = {
     # its own name re-exported, or by a string ``str.format`` follows.
     "the-builtins-module-as-enum-keeps-it": (dict(top="import enum\n\n\n", warmup=("x = enum.bltns",)),
                                              "enum.bltns is the module builtins"),
+    "the-same-beside-a-parameter-named-enum": (dict(
+        top="import enum\n\n\ndef _h(enum):\n    return enum\n\n\n", warmup=("x = enum.bltns",)),
+        "enum.bltns is the module builtins"),
     "sys-under-a-private-name-of-collections": (dict(
         top="import collections\n\n\n", warmup=("x = collections._sys",)),
         "collections._sys is the module sys"),

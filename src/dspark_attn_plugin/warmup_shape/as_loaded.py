@@ -674,8 +674,8 @@ def _check_chains(tree: ast.Module, r: "_Reader") -> None:
     modules = {k for k, v in objects.items() if isinstance(v, types.ModuleType)}
     modules |= {(a.asname or a.name.split(".")[0]) for n in ast.walk(tree)
                 if isinstance(n, ast.Import) for a in n.names}
-    local = {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)} | {
-        n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    # (A local that shares an imported name is read as the import: a
+    # parameter named ``enum`` elsewhere must not hide ``enum.bltns``.)
     roots: set = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute):
@@ -685,7 +685,7 @@ def _check_chains(tree: ast.Module, r: "_Reader") -> None:
                 base = base.value
             if isinstance(base, ast.Name):
                 roots.add(id(base))
-            if not (isinstance(base, ast.Name) and base.id in objects) or base.id in local:
+            if not (isinstance(base, ast.Name) and base.id in objects):
                 continue
             obj = objects[base.id]
             spelled = base.id
@@ -697,7 +697,7 @@ def _check_chains(tree: ast.Module, r: "_Reader") -> None:
                 _judge_object(obj, spelled, node, r)
     for node in ast.walk(tree):
         if (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in modules
-                and node.id not in local and id(node) not in roots):
+                and id(node) not in roots):
             raise NotAllowed(f"{_line(node)}: reads the module {node.id} as a value")
 
 
