@@ -174,8 +174,8 @@ def test_what_the_module_decides_around_the_method_crashes_and_reads_unknown(
     through an allowed package (a frame's locals hold the layer), a
     module-level ``__builtins__``, an annotation string ``typing`` runs,
     ``eval``, frames and ``attrgetter`` under names an allowed package
-    gives them:
-    the SWA-only warmup fails without the buffer, and neither the
+    gives them, importers that take a string, format strings built at
+    run time: the SWA-only warmup fails without the buffer, and neither the
     classifier nor status calls it safe (each read fixed until
     2026-12-07); the runtime does not patch what it cannot judge."""
     source = flashmla.__loader__.get_source(flashmla.__name__)
