@@ -830,6 +830,19 @@ MODULE_SHAPES = {
         top="from vllm.utils.import_utils import resolve_obj_by_qualname\n\n\n"
             "_ex = resolve_obj_by_qualname('builtins.exec')\n_x = _ex('len = lambda *a: 0')\n\n\n",
         warmup=("if len((1,)) != 1:", "    x = self.topk_indices_buffer.shape")),
+    # (a fourth review) torch's private string importer and frame lookup,
+    # vLLM's lazy module loader, format reached by getattr.
+    "eval-imported-by-torchs-dotted-name-importer": ModuleShape(
+        warmup=("x = torch._utils._import_dotted_name('builtins.eval')('self.topk_indices_buffer.shape')",)),
+    "caller-frame-lookup-of-torchs-jit": ModuleShape(
+        top="from torch._jit_internal import createResolutionCallbackFromFrame as _crf\n\n\n",
+        warmup=("x = _crf(0)('self.topk_indices_buffer').shape",)),
+    "a-module-made-by-vllms-lazy-loader": ModuleShape(
+        top="from vllm.utils.import_utils import LazyLoader\n\n\n",
+        warmup=("x = LazyLoader('_p', {}, 'pydoc').locate('builtins.eval')('self.topk_indices_buffer.shape')",)),
+    "format-reached-by-getattr-on-a-built-string": ModuleShape(
+        top="from torch._utils import _import_dotted_name as _idn\n\n\n",
+        warmup=("x = getattr('{0.f_locals[self]' + '.topk_indices_buffer.shape}', 'format')(_idn('sys._getframe')(0))",)),
 }
 
 

@@ -1359,6 +1359,21 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         "staticmethod(__import__) kept in a class is not __import__",
         [("warmup_shape/as_loaded.py", "    if isinstance(obj, (staticmethod, classmethod)):  # as stored in a class: what it gives\n        obj = obj.__func__\n", "")],
     ),
+    "module-private-modules-allowed": (
+        "torch._utils, torch._jit_internal are torch's API",
+        [("warmup_shape/as_loaded.py", "        r.require(not any(_private_part(p) for p in name.split(\".\")), node,\n                  f\"{spelled} is the private module {name}\")\n", ""),
+         ("warmup_shape/as_loaded.py", "            r.require(not any(_private_part(p) for p in name.split(\".\")), node,\n                      f\"imports the private module {name}\")\n", "")],
+    ),
+    "module-module-makers-plain": (
+        "LazyLoader(name, {}, 'pydoc') makes an object like any class",
+        [("warmup_shape/as_loaded.py", "        r.require(False, node, f\"{spelled} makes modules (a lazy loader imports what a string names)\")\n",
+          "        pass\n")],
+    ),
+    "module-format-by-getattr-plain": (
+        "getattr(s, 'format') of a built string reads nothing",
+        [("warmup_shape/as_loaded.py", "        r.require(names[0] != \"format\" or isinstance(node.args[0], ast.Constant), node,\n",
+          "        r.require(True, node,\n")],
+    ),
     "walk-buffer-off-any-object": (
         "no_compile_layers[self.prefix].topk_indices_buffer is some other object's",
         [("warmup_shape/expressions.py", "        if attr == BUFFER_ATTR and base.kind != LAYER:\n", "        if False:\n")],

@@ -402,6 +402,19 @@ NOT_SAFE = {
                                              "formats a string the walk cannot read"),
     "a-private-name-of-a-call-result": (dict(warmup=("x = q.float()._version",)),
                                         "a private name of what a call or an item gave"),
+    "a-private-module-of-torch": (dict(top="from torch import _utils as _u\n\n\n"),
+                                  "is the private module torch._utils"),
+    "a-private-module-in-a-chain": (dict(warmup=("x = torch._jit_internal.FunctionModifiers",)),
+                                    "is the private module torch._jit_internal"),
+    "a-private-module-imported-by-path": (dict(top="from vllm._custom_ops import ScalarType\n\n\n"),
+                                          "imports the private module vllm._custom_ops"),
+    "a-lazy-module-loader": (dict(top="from vllm.utils import import_utils as _iu\n\n\n",
+                                  warmup=("x = _iu.LazyLoader",)),
+                             "_iu.LazyLoader makes modules"),
+    "a-string-importer-by-its-name": (dict(top="from flashinfer import _import_dotted_name\n\n\n"),
+                                      "names _import_dotted_name"),
+    "format-reached-by-getattr": (dict(warmup=("x = getattr('{' + '}', 'format')",)),
+                                  "formats a string the walk cannot read"),
     "vllms-qualname-importer": (dict(top="from vllm.utils.import_utils import resolve_obj_by_qualname\n\n\n"),
                                 "names resolve_obj_by_qualname"),
     "a-standard-library-submodule-of-an-allowed-package": (dict(top="import logging.config\n\n\n"),
@@ -501,10 +514,8 @@ PLAIN = {
     "an-imported-decorator-on-another-class": dict(
         top="from functools import lru_cache\n\n\nclass _Cache:\n    @lru_cache(maxsize=None)\n"
             "    def _f(self):\n        return 0\n\n\n"),
-    # vLLM's own private modules, forward references and literal strings
-    # in annotations, and a dict's ``copy`` are no reach into Python's
-    # machinery.
-    "a-private-module-of-vllm": dict(top="from vllm import _custom_ops as _ops\n\n\n"),
+    # Forward references and literal strings in annotations are no reach
+    # into Python's machinery.
     "string-annotations": dict(
         top="from typing import Literal\n\n\ndef _f(x: 'torch.Tensor | None', "
             "k: Literal['fp8-e4m3', 'bf16'] = 'bf16') -> 'int':\n    return 0\n\n\n"),

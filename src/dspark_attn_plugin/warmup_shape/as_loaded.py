@@ -71,8 +71,11 @@ M5 *No reflection*: the module never names ``eval``, ``exec``,
    through its attributes (``m = torch``, ``getattr(typing, n)`` are
    refused). No string a ``format`` would follow into attributes or
    items (``'{0.f_locals[self]}'``), and no ``format`` of a string built
-   at run time; no private name read off what a call or an item gave
-   (``get_args(...)[0]._evaluate``).
+   at run time (or reached by ``getattr``); no private name read off what
+   a call or an item gave (``get_args(...)[0]._evaluate``); no private
+   module of any package (``torch._utils``, ``torch._jit_internal``,
+   ``vllm._custom_ops``), imported or reached; no class that makes
+   modules (vLLM's ``LazyLoader`` imports what a string names).
 M6 *Evaluated at definition*: default arguments, decorators, annotations
    (without ``from __future__ import annotations``), class keywords and
    bases call nothing but imported names. Annotations are held to it with
@@ -136,6 +139,7 @@ REFLECTION_NAMES = frozenset({
     "extract_stack", "get_type_hints", "ForwardRef", "get_objects", "get_referrers",
     "get_referents", "Formatter", "format_map", "resolve_obj_by_qualname",
     "evaluate_forward_ref", "_evaluate", "_eval_type", "resolve_name",
+    "_import_dotted_name", "createResolutionCallbackFromFrame", "LazyLoader", "locate",
 })
 # Special names a module's code may read as names (``__builtins__``,
 # ``__loader__``, ``__spec__``, ``__dict__`` are refused).
@@ -341,6 +345,10 @@ class _Reader:
                              f"a base of {cls.name} is neither imported nor a class of this module")
 
 
+def _private_part(name: str) -> bool:
+    return name.startswith("_") and not _special(name)
+
+
 def _special(name: str) -> bool:
     return name.startswith("__") and name.endswith("__")
 
@@ -538,6 +546,8 @@ def _check_reach(node, r: _Reader) -> None:
         modules = ([a.name for a in node.names] if isinstance(node, ast.Import)
                    else [node.module or ""] if not node.level else [])
         for name in modules:  # M1, in a function too
+            r.require(not any(_private_part(p) for p in name.split(".")), node,
+                      f"imports the private module {name}")
             root = name.split(".")[0]
             r.require(root in IMPORT_ROOTS and (root not in sys.stdlib_module_names
                                                 or name in STDLIB_MODULES), node,
@@ -549,6 +559,8 @@ def _check_reach(node, r: _Reader) -> None:
           and node.func.id in ("getattr", "hasattr", "setattr", "delattr") and len(node.args) > 1
           and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
         names = [node.args[1].value]
+        r.require(names[0] != "format" or isinstance(node.args[0], ast.Constant), node,
+                  "formats a string the walk cannot read (format follows attributes)")
     elif isinstance(node, ast.Name):
         r.require(not _special(node.id) or node.id in SPECIAL_NAMES_READ, node,
                   f"uses the special name {node.id}")
@@ -640,6 +652,12 @@ def _judge_object(obj, spelled: str, node, r: "_Reader") -> None:
         r.require(root in IMPORT_ROOTS and (root not in sys.stdlib_module_names
                                             or name in STDLIB_MODULES), node,
                   f"{spelled} is the module {name}, which is not on the allow-list")
+        # A package's private modules are not its API (``torch._utils``
+        # imports any object a string names).
+        r.require(not any(_private_part(p) for p in name.split(".")), node,
+                  f"{spelled} is the private module {name}")
+    if isinstance(obj, type) and issubclass(obj, types.ModuleType):
+        r.require(False, node, f"{spelled} makes modules (a lazy loader imports what a string names)")
     hit = _reflection().get(id(obj))
     r.require(hit is None or hit[1] is not obj, node,
               f"{spelled} is {hit[0] if hit else ''}, which reaches frames or runs strings as code")
