@@ -259,7 +259,7 @@ class ExpressionWalk:
             if isinstance(value, _CONST_TYPES):
                 return _const(value, base.derived)
             return _Val(OPAQUE, derived=base.derived)
-        if attr == BUFFER_ATTR and base.kind != LAYER:
+        if attr == BUFFER_ATTR:  # (the layer's own is read above)
             # A frame's locals, a registry, a hook's argument may hold the
             # layer: the walk cannot tell it from any other object there.
             self.doubt(e, f"reads {BUFFER_ATTR} of an object the walk cannot tell from the layer")
