@@ -234,10 +234,6 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         "a module-level alias or call of this module's code is trusted",
         [("warmup_shape/as_loaded.py", "            r.require(r.simple(stmt.value), stmt,", "            r.require(True, stmt,")],
     ),
-    "M1-any-import-allowed": (
-        "imports of sys, inspect, ... are trusted",
-        [("warmup_shape/as_loaded.py", '                r.require(root == "." or root in IMPORT_ROOTS, stmt,', '                r.require(True, stmt,')],
-    ),
     "M1-names-bound-again": (
         "a module-level name bound twice is trusted (the walk reads the last, the class the first)",
         [("warmup_shape/as_loaded.py", "            r.require(name not in bound, stmt,", "            r.require(True, stmt,")],
@@ -301,10 +297,6 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     "M6-defaults-run-code": (
         "a default argument that calls this module's code is trusted",
         [("warmup_shape/as_loaded.py", "            self.require(self.inert(d), d, f\"a default argument", "            self.require(True, d, f\"a default argument")],
-    ),
-    "M1-special-names": (
-        "a module that rebinds __name__ (or another special name) is trusted",
-        [("warmup_shape/as_loaded.py", "            r.require(not special, stmt,", "            r.require(True, stmt,")],
     ),
     "M1-builtin-names": (
         "a module that binds a builtin's name (AssertionError, property) is trusted",
@@ -1338,12 +1330,10 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     ),
     "module-stdlib-submodules-allowed": (
         "logging.config is logging's: an allowed package's submodules are allowed",
-        [("warmup_shape/as_loaded.py", "            r.require(root in IMPORT_ROOTS and (root not in sys.stdlib_module_names\n                                                or name in STDLIB_MODULES), node,\n",
-          "            r.require(root in IMPORT_ROOTS, node,\n"),
-         ("warmup_shape/as_loaded.py", "        r.require(root in IMPORT_ROOTS and (root not in sys.stdlib_module_names\n                                            or name in STDLIB_MODULES), node,\n",
-          "        r.require(root in IMPORT_ROOTS, node,\n"),
-         ("warmup_shape/as_loaded.py", "                r.require(name.split(\".\")[0] not in sys.stdlib_module_names\n                          or name in STDLIB_MODULES, stmt,\n",
-          "                r.require(True, stmt,\n")],
+        [("warmup_shape/as_loaded.py", "        r.require(root in IMPORT_ROOTS and (root not in sys.stdlib_module_names\n                                            or name in STDLIB_MODULES), node,\n                  f\"the module imports {name}",
+          "        r.require(root in IMPORT_ROOTS, node,\n                  f\"the module imports {name}"),
+         ("warmup_shape/as_loaded.py", "        r.require(root in IMPORT_ROOTS and (root not in sys.stdlib_module_names\n                                            or name in STDLIB_MODULES), node,\n                  f\"{spelled}",
+          "        r.require(root in IMPORT_ROOTS, node,\n                  f\"{spelled}")],
     ),
     "module-computed-format-plain": (
         "('{0' + '...}').format(x): a format string built at run time reads nothing",
@@ -1362,7 +1352,7 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     "module-private-modules-allowed": (
         "torch._utils, torch._jit_internal are torch's API",
         [("warmup_shape/as_loaded.py", "        r.require(not any(_private_part(p) for p in name.split(\".\")), node,\n                  f\"{spelled} is the private module {name}\")\n", ""),
-         ("warmup_shape/as_loaded.py", "            r.require(not any(_private_part(p) for p in name.split(\".\")), node,\n                      f\"imports the private module {name}\")\n", "")],
+         ("warmup_shape/as_loaded.py", "        r.require(not any(_private_part(p) for p in name.split(\".\")), node,\n                  f\"imports the private module {name}\")\n", "")],
     ),
     "module-module-makers-plain": (
         "LazyLoader(name, {}, 'pydoc') makes an object like any class",
@@ -1391,6 +1381,14 @@ MUTATIONS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
 # later rules made what they break unreachable (kept here so they are not
 # written again).
 RETIRED = {
+    "M1-any-import-allowed": (
+        "M1's in-order check of module-level imports: since 2026-12-07 every "
+        "import anywhere in the module is held to the same check (_check_import, "
+        "called from _check_reach), so dropping the first call only moves the reason"),
+    "M1-special-names": (
+        "the check of special names in module-level assignments: since 2026-12-07 "
+        "a special name bound by any module-level statement is refused in the "
+        "bindings loop, which covers assignments; the check was removed"),
     "walk-skipped-reads-plain": (
         "names read by code the buffer skips stay plain: wherever that code "
         "is skipped, skip_changes already refuses any read of an object in it, "

@@ -397,12 +397,6 @@ def _type_checking(test) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def _import_root(stmt) -> str:
-    if isinstance(stmt, ast.ImportFrom):
-        return "." if stmt.level else (stmt.module or "").split(".")[0]
-    return ""
-
-
 def check_module(tree: ast.Module, cls: ast.ClassDef) -> None:
     """Raise NotAllowed, with the line and the reason, unless the module
     passes M1-M6 with ``cls`` as the target class."""
@@ -421,16 +415,7 @@ def check_module(tree: ast.Module, cls: ast.ClassDef) -> None:
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
             continue
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            roots = ([a.name.split(".")[0] for a in stmt.names] if isinstance(stmt, ast.Import)
-                     else [_import_root(stmt)])
-            for root in roots:
-                r.require(root == "." or root in IMPORT_ROOTS, stmt,
-                          f"the module imports {root}, which is not on the allow-list")
-            for name in ([a.name for a in stmt.names] if isinstance(stmt, ast.Import)
-                         else [stmt.module or ""] if not stmt.level else []):
-                r.require(name.split(".")[0] not in sys.stdlib_module_names
-                          or name in STDLIB_MODULES, stmt,
-                          f"the module imports {name}, which is not on the allow-list")
+            _check_import(stmt, r)  # (here first, in order; again with every import)
             r.require(not any(a.name == "*" for a in stmt.names), stmt, "a star import")
             r.imported |= set(_module_bindings(stmt))
         elif isinstance(stmt, ast.If) and _type_checking(stmt.test):
@@ -441,9 +426,6 @@ def check_module(tree: ast.Module, cls: ast.ClassDef) -> None:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             r.require(all(isinstance(t, ast.Name) for t in targets), stmt,
                       "a module-level assignment to something other than a name")
-            special = [t.id for t in targets if _special(t.id) and t.id != "__all__"]
-            r.require(not special, stmt,  # `_g = __getattr__ = f` names __getattr__
-                      f"the module binds the special name {special[0] if special else ''}")
             if isinstance(stmt, ast.AnnAssign):
                 r.require(r.future_annotations or r.inert(stmt.annotation), stmt,
                           f"the annotation of {stmt.target.id} runs code")
@@ -528,6 +510,22 @@ def _check_everywhere(tree: ast.Module, r: _Reader, members: set) -> None:
             _check_store(node, node.args[0], name.value, instance_names, members)
 
 
+def _check_import(node, r: _Reader) -> list[str]:
+    """M1 for an import anywhere in the module: a package of the
+    allow-list (of the standard library, only ``STDLIB_MODULES``), no
+    private module. Returns the absolute module names it names."""
+    modules = ([a.name for a in node.names] if isinstance(node, ast.Import)
+               else [node.module or ""] if not node.level else [])
+    for name in modules:
+        r.require(not any(_private_part(p) for p in name.split(".")), node,
+                  f"imports the private module {name}")
+        root = name.split(".")[0]
+        r.require(root in IMPORT_ROOTS and (root not in sys.stdlib_module_names
+                                            or name in STDLIB_MODULES), node,
+                  f"the module imports {name}, which is not on the allow-list")
+    return modules
+
+
 def _check_reach(node, r: _Reader) -> None:
     """What a node may reach (M5): no standard-library module but the
     allowed ones, under any name; no frame's (traceback's, generator's,
@@ -543,15 +541,7 @@ def _check_reach(node, r: _Reader) -> None:
                   or _root(node) is not None or not isinstance(node.ctx, ast.Load), node,
                   f"reads {node.attr}, a private name of what a call or an item gave")
     elif isinstance(node, (ast.Import, ast.ImportFrom)):
-        modules = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                   else [node.module or ""] if not node.level else [])
-        for name in modules:  # M1, in a function too
-            r.require(not any(_private_part(p) for p in name.split(".")), node,
-                      f"imports the private module {name}")
-            root = name.split(".")[0]
-            r.require(root in IMPORT_ROOTS and (root not in sys.stdlib_module_names
-                                                or name in STDLIB_MODULES), node,
-                      f"the module imports {name}, which is not on the allow-list")
+        modules = _check_import(node, r)  # M1, in a function too
         names = [part for name in modules for part in name.split(".")]
         if isinstance(node, ast.ImportFrom):
             names += [a.name for a in node.names]
