@@ -87,7 +87,9 @@ JUDGING = [
     "warmup_shape/aliases.py",
     "diagnose.py", "log_reader.py", "log_exports.py",
 ]
-TIMEOUT_S = 600   # one mutant's tests; past it the mutant counts as killed (timed out)
+TIMEOUT_S = 600   # one mutant's tests, at least; past its budget the mutant counts as killed (timed out)
+BUDGET_FACTOR = 2  # the budget: this many times what its tests took when the map measured them
+MAX_BUDGET_S = 2340  # the longest budget; a mutant whose budget this caps is not killed by time-out
 TEST_SECONDS = 120  # one test under a mutant: past it, that test fails (the mutant loops)
 FILES_TIMEOUT_S = 1800  # the whole-file check of a survivor; past it: undecided, not killed
 PYTEST_ARGS = ["--forked", "-x", "-q", "-p", "no:cacheprovider", "-m", "not network and not ray",
@@ -556,6 +558,28 @@ def select_tests(mapping: dict, module: str, changed: list[int]) -> tuple[list[s
     return [mapping["tests"][k]["nodeid"] for k in tests], how
 
 
+def mutant_budget(mapping: dict, tests: list[str]) -> float:
+    """How long one mutant's tests may run before it counts as killed by
+    time-out: ``BUDGET_FACTOR`` times what they took when the map measured
+    them (under coverage, slower than here), never under ``TIMEOUT_S``. A
+    fixed budget would call a survivor whose selection is long (a line
+    every classifier test runs: 1,500 tests, 19 minutes) killed; a mutant
+    that loops is caught sooner, by the limit on each test (conftest).
+    Above ``MAX_BUDGET_S`` the budget is capped, and running past it is
+    no kill (``_test_mutant``)."""
+    by_id = {t["nodeid"]: t["seconds"] for t in mapping.get("tests", {}).values()}
+    expected = sum(by_id.get(t, TEST_SECONDS) for t in tests)
+    return round(min(max(float(TIMEOUT_S), BUDGET_FACTOR * expected + 60.0), MAX_BUDGET_S + 1.0), 1)
+
+
+def budget_time_out(record: dict) -> bool:
+    """A record of a time-out of the whole selection under the fixed
+    budget of before (no ``budget`` recorded, no test past its own
+    limit): no evidence the mutant loops; it is run again."""
+    return (record.get("outcome") == "timed out" and record.get("rc") == "timeout"
+            and "budget" not in record)
+
+
 def killers_first(tests: list[str], records: dict[str, dict]) -> list[str]:
     """``tests`` with those that killed the module's mutants before (the
     ledger's first failures) first, the most killing first; the rest as
@@ -594,7 +618,9 @@ def _test_mutant(module: str) -> int:
         record.update(outcome="survived", why="no test executes these lines" if changed else "no change")
         _append(module, record)
         return 0
-    answer, text = _ask_server(tests)
+    budget = mutant_budget(mapping, tests)
+    record["budget"] = budget
+    answer, text = _ask_server(tests, budget)
     if answer["rc"] == 0 and os.environ.get("MUTATION_WHOLE_FILES"):
         # (--whole-files) Survived the tests that ran its lines and those
         # that ran the plugin where coverage could not follow: before it
@@ -618,6 +644,12 @@ def _test_mutant(module: str) -> int:
         _append(module, record)
         return 0
     looped = "(a mutant that loops?)" in text  # a test ran past TEST_SECONDS
+    if answer["rc"] == "timeout" and not looped and budget > MAX_BUDGET_S:
+        # The capped budget is less than its tests need: undecided, no kill.
+        record.update(outcome="survived", why="its tests ran past the longest budget",
+                      seconds=answer["seconds"])
+        _append(module, record)
+        return 0
     outcome = ("timed out" if answer["rc"] == "timeout" or looped
                else "survived" if answer["rc"] == 0 else "killed")
     record.update(outcome=outcome, rc=answer["rc"], seconds=answer["seconds"],
@@ -723,6 +755,7 @@ def resume_plan(records: dict[str, dict], items: list[tuple[str, str, str | None
     ledger's order. A mutant the ledger knows only by its scope key (its
     function unchanged, the file changed elsewhere) takes that record,
     re-keyed to the new file and marked ``carried_from`` its old key."""
+    records = {k: r for k, r in records.items() if not budget_time_out(r)}
     by_scope = {r["scope"]: r for r in records.values() if r.get("scope")}
     found: dict[str, dict] = {}
     for _job, key, scope in items:
@@ -810,7 +843,7 @@ def run_module(module: str, python: str, mapping: Path, retry: bool = False) -> 
     stamp = session.with_suffix(".source")
     target = TREE / "dspark_attn_plugin" / module
     config = ConfigDict({
-        "module-path": str(target), "timeout": float(TIMEOUT_S + FILES_TIMEOUT_S + 60),
+        "module-path": str(target), "timeout": float(MAX_BUDGET_S + FILES_TIMEOUT_S + 120),
         "excluded-modules": [],
         "test-command": f"{python} {Path(__file__).resolve()} test {module}",
         "distributor": {"name": "local"},

@@ -1051,3 +1051,28 @@ def test_a_staticmethod_stored_in_a_loaded_class_is_judged_by_what_it_gives(stoc
     text = build(stock, top=f"from {fake.__name__} import Kit\n\n\n", warmup=("x = Kit.load",))
     result = classify_source(text)
     assert result.verdict is Verdict.UNKNOWN and "Kit.load is builtins.__import__" in result.reason, result.reason
+
+
+def test_a_dotted_import_read_as_a_module_value_where_the_package_is_not_imported(stock, monkeypatch):
+    """``import numpy.linalg`` binds ``numpy``: reading ``numpy`` as a value
+    is refused even where the package cannot be looked at (``status``
+    reads files in a process that has not imported torch or vLLM; here
+    ``numpy`` is hidden from ``sys.modules``). A survivor of the mutation
+    tool (2026-12-07 night) took the last part of the name (``linalg``)
+    for the name bound, and read this ``fixed``."""
+    monkeypatch.delitem(sys.modules, "numpy")
+    text = build(stock, top="import numpy.linalg\n\n\n", warmup=("_m = numpy",))
+    result = classify_source(text)
+    assert result.verdict is Verdict.UNKNOWN and "reads the module numpy as a value" in result.reason, result.reason
+
+
+def test_an_annotation_string_python_cannot_compile_is_no_code(stock):
+    """A string annotation holding a lone surrogate: Python cannot compile
+    it (UnicodeEncodeError, a ValueError), so ``typing`` runs no code for
+    it; the classifier reads on, and does not fail on it. A survivor of the
+    mutation tool (2026-12-07 night) let the ValueError out of the
+    classifier."""
+    text = build(stock, warmup=('def _z(x: "\\udcff"):', "    pass", "_z(1)"))
+    assert "\\udcff" in text
+    result = classify_source(text)
+    assert result.verdict is Verdict.FIXED, result.reason

@@ -337,6 +337,61 @@ def test_a_test_the_map_names_that_is_gone_is_no_kill(tmp_path, monkeypatch, rc,
     assert record["outcome"] == outcome
 
 
+def test_a_mutants_time_budget_follows_what_its_tests_took_in_the_map():
+    """A fixed budget called a survivor whose selection is long (1,500
+    classifier tests) killed by time-out: the budget is twice what the map
+    measured for its tests, at least ``TIMEOUT_S``, capped past
+    ``MAX_BUDGET_S``; a test the map does not know counts ``TEST_SECONDS``."""
+    mapping = {"tests": {"a": {"nodeid": "t::a", "seconds": 400.0},
+                         "b": {"nodeid": "t::b", "seconds": 100.0},
+                         "c": {"nodeid": "t::c", "seconds": 2000.0}}}
+    assert ms.mutant_budget(mapping, ["t::a", "t::b"]) == 2 * 500.0 + 60
+    assert ms.mutant_budget(mapping, ["t::b"]) == ms.TIMEOUT_S
+    assert ms.mutant_budget(mapping, ["t::gone"]) == max(ms.TIMEOUT_S, 2 * ms.TEST_SECONDS + 60)
+    assert ms.mutant_budget(mapping, ["t::c"]) > ms.MAX_BUDGET_S
+    assert ms.mutant_budget({}, ["t::x"]) >= ms.TIMEOUT_S
+
+
+@pytest.mark.parametrize("expected, output, outcome", [
+    (100.0, "", "timed out"),           # twice what its tests took, and still running: a kill
+    (5000.0, "", "survived"),           # the capped budget is less than they need: no kill
+    (5000.0, "over 120 s (a mutant that loops?)", "timed out"),  # one test ran past its own limit
+])
+def test_a_time_out_is_a_kill_only_within_a_budget_its_tests_fit(tmp_path, monkeypatch, expected,
+                                                                 output, outcome):
+    for name in ("TREE", "PRISTINE"):
+        (tmp_path / name / "dspark_attn_plugin").mkdir(parents=True)
+        (tmp_path / name / "dspark_attn_plugin" / "m.py").write_text("x = 1\n")
+        monkeypatch.setattr(ms, name, tmp_path / name)
+    (tmp_path / "map.json").write_text(
+        '{"tests": {"k": {"nodeid": "t::k", "seconds": %s}}}' % expected)
+    monkeypatch.setenv("MUTATION_MAP", str(tmp_path / "map.json"))
+    monkeypatch.setattr(ms, "LEDGER", tmp_path / "mutants")
+    monkeypatch.setattr(ms, "_changed_lines", lambda module: ([1], "-x = 1\n+x = 2\n"))
+    monkeypatch.setattr(ms, "select_tests", lambda mapping, module, changed: (["t::k"], "lines"))
+    asked = []
+    monkeypatch.setattr(ms, "_ask_server", lambda tests, budget: (
+        asked.append(budget) or ({"rc": "timeout", "seconds": budget}, output)))
+    assert ms._test_mutant("m.py") == (0 if outcome == "survived" else 1)
+    (record,) = ms._records("m.py").values()
+    assert record["outcome"] == outcome and record["budget"] == asked[0]
+    assert asked[0] == min(max(ms.TIMEOUT_S, 2 * expected + 60), ms.MAX_BUDGET_S + 1)
+
+
+def test_a_time_out_of_the_old_fixed_budget_is_run_again():
+    """Ledger records of a time-out under the fixed 600-s budget (no
+    ``budget`` recorded, no test past its own limit) are no evidence of a
+    kill: a new session runs those mutants again; a time-out within a
+    recorded budget is still a kill."""
+    records = {"old": {"mutant": "old", "outcome": "timed out", "rc": "timeout", "seconds": 600.1},
+               "new": {"mutant": "new", "outcome": "timed out", "rc": "timeout", "budget": 900.0},
+               "loop": {"mutant": "loop", "outcome": "timed out", "rc": 1}}
+    items = [("j1", "old", None), ("j2", "new", None), ("j3", "loop", None)]
+    outcomes, keep = ms.resume_plan(records, items)
+    assert outcomes == {"j2": "killed", "j3": "killed"}
+    assert list(keep) == ["new", "loop"]
+
+
 def test_a_new_session_takes_the_outcomes_of_its_own_mutants_only():
     """On a new machine the session starts empty: each mutant whose mutated
     file the ledger knows takes its outcome (a time-out is a kill), a record

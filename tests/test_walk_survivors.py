@@ -1,8 +1,9 @@
-"""Survivors of the mutation tool over ``warmup_shape/statements.py``
-(2026-12-07): each fork below gets one verdict from the walk and another
-(or an exception) from one surviving mutant, so these pin what the walk
-says of them. Sources are vLLM 0.27.1's ``flashmla.py`` with vLLM #50693
-applied (``fixed``), changed by ``test_module_as_loaded.build``.
+"""Survivors of the mutation tool over ``warmup_shape/statements.py`` and
+``warmup_shape/expressions.py`` (2026-12-07): each fork below gets one
+verdict from the walk and another (or an exception) from one surviving
+mutant, so these pin what the walk says of them. Sources are vLLM
+0.27.1's ``flashmla.py`` with vLLM #50693 applied (``fixed``), changed by
+``test_module_as_loaded.build``.
 
 - a set of constants unpacked into names (``a, b = {1, 2}``): the walk
   reads the set as a frozenset of unknown order, and goes on;
@@ -71,7 +72,14 @@ applied (``fixed``), changed by ``test_module_as_loaded.build``.
   pass: a call there that changes nothing leaves the method ``fixed`` (a
   mutant held the body to the rule for skipped code: unknown);
 - the buffer read off an object other than the layer (vLLM's registry of
-  layers by prefix holds the layer itself): unknown.
+  layers by prefix holds the layer itself): unknown;
+- (survivors of ``warmup_shape/expressions.py``) a constant looked up by
+  an index of any kind the missing buffer chose (the layer's class): the
+  lookup may fail (it does: TypeError), unknown; so are ``**`` of a value
+  the missing buffer chose, a name bound by ``:=`` in both arms of an
+  undecided conditional, and a comprehension's name over constants the
+  missing buffer chose; ``isinstance`` with three arguments in a ``try``
+  that takes the TypeError: fixed.
 """
 
 from __future__ import annotations
@@ -320,6 +328,37 @@ CASES = [
     pytest.param(dict(warmup=("x = get_forward_context().no_compile_layers[self.prefix]"
                               ".topk_indices_buffer.shape",)),
                  Verdict.UNKNOWN, id="the-buffer-read-off-the-layer-found-in-a-registry"),
+    # (survivors of warmup_shape/expressions.py, 2026-12-07 night) an index
+    # that is the layer's class when the buffer is missing: a tuple looked
+    # up by a class raises TypeError (executed: SWA-only layers without the
+    # buffer fail, those with one run; a mutant that held only some kinds
+    # of index to the rule read it fixed)
+    pytest.param(dict(warmup=("x = (1, 2)[type(self) if self.topk_indices_buffer is None else 0]",)),
+                 Verdict.UNKNOWN, id="a-constant-looked-up-by-the-class-when-the-buffer-is-missing"),
+    # a helper that returns a list without the buffer (a dict with one):
+    # ``**`` of a list raises TypeError (executed: SWA-only layers without
+    # the buffer fail; a mutant that looked at another entry read it fixed)
+    pytest.param(dict(body="    def _m(self):\n        if self.topk_indices_buffer is None:\n"
+                           "            return []\n        return {}\n\n",
+                      warmup=("x = {'k': 1, **self._m()}",)),
+                 Verdict.UNKNOWN, id="double-star-unpacking-of-what-the-missing-buffer-chose"),
+    # a name bound by ``:=`` in each arm of a conditional expression the
+    # walk cannot decide: after it, the name may hold either (executed: the
+    # else arm runs, ``None + 1`` fails without the buffer; a mutant kept
+    # the first arm's value and read it fixed)
+    pytest.param(dict(warmup=("x = (_v := 1) if q.dim() == 99 else (_v := self.topk_indices_buffer)",
+                              "y = _v + 1")),
+                 Verdict.UNKNOWN, id="walrus-in-both-arms-of-an-undecided-conditional"),
+    # a comprehension over a constant tuple whose second item the missing
+    # buffer chose: the loop name may be any item (executed: (0,)[1] fails
+    # without the buffer; a mutant bound only the first item and read it fixed)
+    pytest.param(dict(warmup=("x = [(0,)[_i] for _i in (0, 1 if self.topk_indices_buffer is None else 0)]",)),
+                 Verdict.UNKNOWN, id="comprehension-over-constants-the-missing-buffer-chose"),
+    # ``isinstance`` with three arguments raises TypeError, which the
+    # warmup catches: it runs on every layer (a mutant unpacked the three
+    # into two and raised inside the walk)
+    pytest.param(dict(warmup=("try:", "    x = isinstance(1, (), 3)", "except TypeError:", "    pass")),
+                 Verdict.FIXED, id="isinstance-with-three-arguments-caught"),
 ]
 
 
