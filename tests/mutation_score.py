@@ -31,8 +31,10 @@ How one module is scored (the sessions live in ``$DSPARK_ATTN_PLUGIN_CACHE/mutat
    test did: those that executed the enclosing function, or the module) and
    every unseen test, and has them run, fastest first, stopping at the first
    failure, by a server that imported torch and vLLM once and forks a pytest
-   for each mutant. A mutant is *killed* when one of them fails or it runs
-   past the timeout. ``--whole-files`` also runs, before a mutant counts as
+   for each mutant. A mutant is *killed* when one of them fails, when one
+   test runs past ``TEST_SECONDS`` (it loops), or when they run past its
+   budget (``mutant_budget``: twice what the map measured for them, capped;
+   past the cap, no kill). ``--whole-files`` also runs, before a mutant counts as
    a survivor, every test file that executes its module (minutes per
    survivor; without it a survivor may still be one that an unmapped test
    kills: the score errs low, never high). ``--jobs N`` runs N workers at

@@ -734,7 +734,8 @@ def _annotations(tree: ast.Module) -> list:
 
 def _annotation_code(note) -> list:
     """The annotation, and every string in it parsed as the code that
-    ``typing`` evaluates (a string that is not an expression: refused)."""
+    ``typing`` evaluates (a string Python cannot compile as an expression
+    raises when evaluated, before any code runs: skipped)."""
     found = [note]
     for n in ast.walk(note):
         if isinstance(n, ast.Constant) and isinstance(n.value, str):
