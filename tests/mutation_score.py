@@ -1021,6 +1021,9 @@ def report(modules: list[str]) -> int:
                     counts["equivalent (annotation)"] += 1
                     continue
                 rec = records.get(_mutant_keys(module, source, m)[0], {})
+                if budget_time_out(rec):  # no evidence: not judged (a new session runs it again)
+                    counts["not run"] += 1
+                    continue
                 carried += bool(rec.get("carried_from"))
                 if result.test_outcome == "killed":
                     counts["timed out" if rec.get("outcome") == "timed out" else "killed"] += 1
